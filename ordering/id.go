@@ -1,0 +1,218 @@
+package ordering
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// NoPartition marks a [Segment] that names no partition: the segments that a
+// map appends to its parent's id.
+const NoPartition int32 = -1
+
+// Segment is one step of a [MessageID]: a name (a stream, or a computation for
+// transform outputs), an optional partition and a sequence number.
+type Segment struct {
+	// Name is a stream or computation name: non-empty, made of letters,
+	// digits, '_', '-' and '.'.
+	Name string
+	// Partition is the partition of a root segment, or NoPartition.
+	Partition int32
+	// Seq is the offset in a source partition, the output counter of a
+	// transform partition, or the index among a parent's derived messages.
+	Seq uint64
+}
+
+// MessageID identifies a message for deduplication and as the tie-break of
+// the in-stream order. It is a root segment followed by one segment per
+// derivation step:
+//
+//   - a source record: stream/pPARTITION:OFFSET, e.g. "orders/p3:42";
+//   - a transform output: a fresh root computation/pPARTITION:SEQ, where SEQ
+//     grows with every output of that computation partition, so ids follow
+//     production order;
+//   - a map output: its parent's id, '>', then stream:INDEX, e.g.
+//     "orders/p3:42>enriched:0".
+//
+// IDs compare segment by segment (name as text, partition and sequence as
+// numbers), and a prefix sorts before its extensions. So "p10" sorts after
+// "p9", ":10" after ":9", and a derived id sorts right after its parent and
+// before its parent's next sibling: the order of a depth-first walk of the
+// derivation tree. The zero MessageID is empty and sorts first.
+//
+// A MessageID is immutable; its methods never modify the receiver.
+type MessageID struct {
+	segs []Segment
+}
+
+// SourceID returns the id of the record at offset in a source stream's
+// partition.
+func SourceID(stream string, partition int32, offset uint64) MessageID {
+	return MessageID{segs: []Segment{{Name: stream, Partition: partition, Seq: offset}}}
+}
+
+// TransformID returns the id of the seq-th output of a transform
+// computation's partition.
+func TransformID(computation string, partition int32, seq uint64) MessageID {
+	return SourceID(computation, partition, seq)
+}
+
+// Derive returns the id of the index-th message that a map derives from id
+// into stream.
+func (id MessageID) Derive(stream string, index uint64) MessageID {
+	segs := make([]Segment, len(id.segs)+1)
+	copy(segs, id.segs)
+	segs[len(id.segs)] = Segment{Name: stream, Partition: NoPartition, Seq: index}
+	return MessageID{segs: segs}
+}
+
+// IsZero reports whether id is the empty id.
+func (id MessageID) IsZero() bool { return len(id.segs) == 0 }
+
+// Segments returns a copy of id's segments, root first.
+func (id MessageID) Segments() []Segment { return append([]Segment(nil), id.segs...) }
+
+// Root returns id's first segment; the zero Segment for the empty id.
+func (id MessageID) Root() Segment {
+	if len(id.segs) == 0 {
+		return Segment{}
+	}
+	return id.segs[0]
+}
+
+// Compare returns -1, 0 or +1 as id sorts before, equal to or after other.
+// It allocates nothing.
+func (id MessageID) Compare(other MessageID) int {
+	n := min(len(id.segs), len(other.segs))
+	for i := 0; i < n; i++ {
+		a, b := &id.segs[i], &other.segs[i]
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Partition, b.Partition); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Seq, b.Seq); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(id.segs), len(other.segs))
+}
+
+// Equal reports whether id and other name the same message.
+func (id MessageID) Equal(other MessageID) bool { return id.Compare(other) == 0 }
+
+// String returns the canonical text form, which [ParseMessageID] reads back.
+func (id MessageID) String() string {
+	var b strings.Builder
+	for i, s := range id.segs {
+		if i > 0 {
+			b.WriteByte('>')
+		}
+		b.WriteString(s.Name)
+		if s.Partition != NoPartition {
+			b.WriteString("/p")
+			b.WriteString(strconv.FormatInt(int64(s.Partition), 10))
+		}
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatUint(s.Seq, 10))
+	}
+	return b.String()
+}
+
+// AppendText implements encoding.TextAppender.
+func (id MessageID) AppendText(b []byte) ([]byte, error) { return append(b, id.String()...), nil }
+
+// MarshalText implements encoding.TextMarshaler with the canonical form.
+func (id MessageID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with [ParseMessageID].
+func (id *MessageID) UnmarshalText(b []byte) error {
+	parsed, err := ParseMessageID(string(b))
+	if err != nil {
+		return err
+	}
+	*id = parsed
+	return nil
+}
+
+// ErrMessageID is wrapped by every error of [ParseMessageID].
+var ErrMessageID = errors.New("invalid message_id")
+
+// ParseMessageID reads the canonical text form written by
+// [MessageID.String]. It accepts exactly that form: no leading zeros, no
+// sign, no spaces. The empty string is the zero id. Errors say at which byte
+// and why.
+func ParseMessageID(s string) (MessageID, error) {
+	if s == "" {
+		return MessageID{}, nil
+	}
+	var segs []Segment
+	pos := 0
+	for part := range strings.SplitSeq(s, ">") {
+		seg, err := parseSegment(part)
+		if err != nil {
+			return MessageID{}, fmt.Errorf("%w %q: segment %d at byte %d: %v", ErrMessageID, s, len(segs), pos, err)
+		}
+		segs = append(segs, seg)
+		pos += len(part) + 1
+	}
+	return MessageID{segs: segs}, nil
+}
+
+func parseSegment(s string) (Segment, error) {
+	colon := strings.LastIndexByte(s, ':')
+	if colon < 0 {
+		return Segment{}, errors.New("missing ':SEQ'")
+	}
+	head, seqText := s[:colon], s[colon+1:]
+	seq, err := parseCanonicalUint(seqText, 64)
+	if err != nil {
+		return Segment{}, fmt.Errorf("sequence %q: %v", seqText, err)
+	}
+	seg := Segment{Name: head, Partition: NoPartition, Seq: seq}
+	if slash := strings.LastIndex(head, "/p"); slash >= 0 {
+		p, err := parseCanonicalUint(head[slash+2:], 31)
+		if err != nil {
+			return Segment{}, fmt.Errorf("partition %q: %v", head[slash+2:], err)
+		}
+		seg.Name, seg.Partition = head[:slash], int32(p)
+	}
+	if err := CheckName(seg.Name); err != nil {
+		return Segment{}, err
+	}
+	return seg, nil
+}
+
+func parseCanonicalUint(s string, bits int) (uint64, error) {
+	if s == "" {
+		return 0, errors.New("empty number")
+	}
+	if len(s) > 1 && s[0] == '0' {
+		return 0, errors.New("leading zero")
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, fmt.Errorf("byte %d is not a digit", i)
+		}
+	}
+	return strconv.ParseUint(s, 10, bits)
+}
+
+// CheckName reports whether name can be a stream or computation name: one or
+// more letters, digits, '_', '-' or '.'. Only such names keep the text form
+// of a [MessageID] unambiguous.
+func CheckName(name string) error {
+	if name == "" {
+		return errors.New("empty name")
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Errorf("name %q: byte %d (%q) is not a letter, digit, '_', '-' or '.'", name, i, c)
+		}
+	}
+	return nil
+}
