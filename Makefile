@@ -1,0 +1,55 @@
+# flowhost: the two commands of the README are `make demo` and `make test`.
+# Both install what they need on a fresh Debian machine with Go 1.26.
+
+SHELL := /bin/bash
+GO ?= go
+# Debian packages the tests and the demo need (wat2wasm builds the hostile
+# and minimal test guests).
+APT_PACKAGES := wabt
+FUZZTIME ?= 10s
+
+.PHONY: all demo test deps build vet unit fuzz bench
+
+all: build
+
+# deps installs what a fresh machine lacks and fails loudly if it cannot.
+deps:
+	@command -v $(GO) >/dev/null || { echo "Go 1.26 is required: https://go.dev/doc/install"; exit 1; }
+	@missing=""; for t in wat2wasm; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages for:$$missing"; \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update && $$SUDO apt-get install -y $(APT_PACKAGES) || { echo "could not install $(APT_PACKAGES): install them and retry"; exit 1; }; \
+	fi
+	$(GO) mod download
+
+build: deps
+	$(GO) build -o bin/flowhost ./cmd/flowhost
+
+# demo builds the example plugins, generates orders and payments, runs the
+# join pipeline and prints its ordered output and the cross-stream figure.
+demo: build
+	$(GO) run ./examples/demo
+
+vet:
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
+unit:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+# Every fuzz target runs for FUZZTIME on top of its seed corpus (which the
+# unit run already executes).
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+test: deps vet unit fuzz
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,290 @@
+// Package host is where flowhost's parts meet: it reads a pipeline spec,
+// finds each computation's plugin, compiles it with a WebAssembly engine
+// and runs the pipeline with package runtime, serving Prometheus metrics
+// while it runs. The CLI in cmd/flowhost is a thin layer over [Run] and
+// [ValidatePlugin]; embedders can call them, or use package runtime
+// directly with native Go computations.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/host/compute"
+	"github.com/flowhost/flowhost/host/engine"
+	"github.com/flowhost/flowhost/host/runtime"
+	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/plugins"
+)
+
+// RunConfig says what to run and how. The zero value of every optional
+// field has a working default.
+type RunConfig struct {
+	// SpecPath is the pipeline spec (YAML or JSON). Required.
+	SpecPath string
+	// PluginDirs are plugin directories, or folders of them.
+	PluginDirs []string
+	// TracePath, if set, receives one JSON line per delivery.
+	TracePath string
+	// MetricsAddr is where /metrics is served, such as "127.0.0.1:9464";
+	// empty serves nothing.
+	MetricsAddr string
+	// CacheDir holds compiled plugins so that a restart does not recompile;
+	// empty means the user's cache directory (os.UserCacheDir)/flowhost.
+	CacheDir string
+	// Logger receives the host's and the guests' logs; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Options are passed on to runtime.New after the host's own.
+	Options []runtime.Option
+	// OnMetricsListen, if set, is called with the bound metrics address.
+	OnMetricsListen func(addr string)
+}
+
+// Run runs the pipeline of cfg until its sources end or ctx is cancelled
+// (then it drains what was accepted; see runtime.Runtime.Run).
+func Run(ctx context.Context, cfg RunConfig) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	pipe, err := spec.ParseFile(cfg.SpecPath)
+	if err != nil {
+		return err
+	}
+	catalog, err := plugins.Discover(cfg.PluginDirs)
+	if err != nil {
+		return err
+	}
+	cacheDir, err := compilationCacheDir(cfg.CacheDir)
+	if err != nil {
+		return err
+	}
+	loaded, err := LoadComputations(ctx, pipe, catalog, cacheDir, log)
+	if err != nil {
+		return err
+	}
+	defer loaded.Close(context.WithoutCancel(ctx))
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opts := []runtime.Option{runtime.WithLogger(log), runtime.WithRegistry(reg)}
+	if cfg.TracePath != "" {
+		f, err := os.Create(cfg.TracePath)
+		if err != nil {
+			return fmt.Errorf("trace: %w", err)
+		}
+		defer f.Close()
+		opts = append(opts, runtime.WithTrace(f))
+	}
+	opts = append(opts, cfg.Options...)
+	rt, err := runtime.New(pipe, loaded.Factories, opts...)
+	if err != nil {
+		return err
+	}
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(cfg.MetricsAddr, reg, log, cfg.OnMetricsListen)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	start := time.Now()
+	log.Info("pipeline running", "pipeline", pipe.Name, "spec", cfg.SpecPath, "computations", len(pipe.Computations))
+	err = rt.Run(ctx)
+	log.Info("pipeline stopped", "pipeline", pipe.Name, "elapsed", time.Since(start).Round(time.Millisecond), "err", err)
+	return err
+}
+
+// Loaded holds the compiled plugins of a pipeline.
+type Loaded struct {
+	// Factories maps each computation name to its factory.
+	Factories map[string]compute.Factory
+	engines   []engine.Engine
+}
+
+// Close releases the engines and their compiled modules.
+func (l *Loaded) Close(ctx context.Context) {
+	for _, e := range l.engines {
+		_ = e.Close(ctx)
+	}
+}
+
+// LoadComputations finds, checks and compiles the plugin of every
+// computation of pipe. Each error names the computation, the plugin and
+// the file.
+func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins.Catalog, cacheDir string, log *slog.Logger) (*Loaded, error) {
+	l := &Loaded{Factories: map[string]compute.Factory{}}
+	compiled := map[string]compute.Factory{}
+	var errs []error
+	for i := range pipe.Computations {
+		c := &pipe.Computations[i]
+		p, err := catalog.Lookup(c.Plugin)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("computation %q: %w", c.Name, err))
+			continue
+		}
+		if !p.Manifest.Serves(plugins.Kind(c.Kind)) {
+			errs = append(errs, fmt.Errorf("computation %q: plugin %q (%s) serves %v, not %s", c.Name, c.Plugin, p.ManifestPath(), p.Manifest.Kinds, c.Kind))
+			continue
+		}
+		if p.Manifest.Engine != plugins.EngineWazero {
+			errs = append(errs, fmt.Errorf("computation %q: plugin %q (%s): engine %q is not available in this build; use wazero", c.Name, c.Plugin, p.ManifestPath(), p.Manifest.Engine))
+			continue
+		}
+		c.Parameters = p.Manifest.MergeParameters(c.Parameters)
+		if f, ok := compiled[p.Manifest.Name]; ok {
+			l.Factories[c.Name] = f
+			continue
+		}
+		f, eng, err := compilePlugin(ctx, p, cacheDir, log)
+		if eng != nil {
+			l.engines = append(l.engines, eng)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("computation %q: %w", c.Name, err))
+			continue
+		}
+		compiled[p.Manifest.Name] = f
+		l.Factories[c.Name] = f
+	}
+	if err := errors.Join(errs...); err != nil {
+		l.Close(ctx)
+		return nil, err
+	}
+	return l, nil
+}
+
+// compilePlugin reads, verifies and compiles one plugin. Each plugin gets
+// its own engine, because limits and capabilities are engine-wide.
+func compilePlugin(ctx context.Context, p *plugins.Plugin, cacheDir string, log *slog.Logger) (compute.Factory, engine.Engine, error) {
+	wasm, err := p.ReadWasm()
+	if err != nil {
+		return nil, nil, err
+	}
+	caps, err := capabilities(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := engine.Inspect(wasm)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plugin %q (%s): %w", p.Manifest.Name, p.WasmPath, err)
+	}
+	if err := engine.CheckABI(p.Manifest.Name, info, caps); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", p.WasmPath, err)
+	}
+	cfg := engine.NewConfig().WithCompilationCacheDir(cacheDir).WithLogger(log).WithCapabilities(caps)
+	lim := p.Manifest.Limits
+	if lim.MemoryPages > 0 {
+		cfg = cfg.WithMemoryLimitPages(lim.MemoryPages)
+	}
+	limits := abi.ResponseLimits{}
+	if lim.MaxResponseBytes > 0 {
+		cfg = cfg.WithMaxResponseBytes(uint32(min(lim.MaxResponseBytes, 1<<32-1)))
+		limits.MaxBytes = int(lim.MaxResponseBytes)
+	}
+	eng, err := engine.NewWazero(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	mod, err := eng.Compile(ctx, p.Manifest.Name, wasm)
+	if err != nil {
+		return nil, eng, fmt.Errorf("%s: %w", p.WasmPath, err)
+	}
+	return &compute.WASM{Module: mod, Limits: limits, BatchTimeout: lim.BatchTimeout}, eng, nil
+}
+
+func capabilities(p *plugins.Plugin) (engine.Capabilities, error) {
+	var caps engine.Capabilities
+	if p.Manifest.Capabilities.Clock {
+		caps = caps.WithClock()
+	}
+	dirs, err := p.ReadOnlyDirs()
+	if err != nil {
+		return caps, err
+	}
+	for i, d := range dirs {
+		caps = caps.WithReadOnlyDir(d, "/"+filepath.ToSlash(p.Manifest.Capabilities.ReadOnlyDirs[i]))
+	}
+	return caps, nil
+}
+
+// ValidatePlugin checks the plugin directory dir as `flowhost plugin
+// validate` does: manifest, checksum, module framing, exports, ABI version
+// and imports. It returns every problem found; none means valid.
+func ValidatePlugin(dir string) (*plugins.Plugin, []error) {
+	p, err := plugins.Load(dir)
+	if err != nil {
+		return nil, []error{err}
+	}
+	if errs := plugins.Validate(p); len(errs) > 0 {
+		return p, errs
+	}
+	wasm, err := p.ReadWasm()
+	if err != nil {
+		return p, []error{err}
+	}
+	caps, err := capabilities(p)
+	if err != nil {
+		return p, []error{err}
+	}
+	info, err := engine.Inspect(wasm)
+	if err != nil {
+		return p, []error{fmt.Errorf("%s: %w", p.WasmPath, err)}
+	}
+	if err := engine.CheckABI(p.Manifest.Name, info, caps); err != nil {
+		return p, []error{fmt.Errorf("%s: %w", p.WasmPath, err)}
+	}
+	return p, nil
+}
+
+func compilationCacheDir(dir string) (string, error) {
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("compilation cache: %w (set --cache-dir)", err)
+		}
+		dir = filepath.Join(base, "flowhost", "wazero")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("compilation cache: %w", err)
+	}
+	return dir, nil
+}
+
+// serveMetrics serves /metrics on addr until stop is called.
+func serveMetrics(addr string, g prometheus.Gatherer, log *slog.Logger, onListen func(string)) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
+	if onListen != nil {
+		onListen(ln.Addr().String())
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}

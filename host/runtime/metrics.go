@@ -1,0 +1,96 @@
+package runtime
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the runtime's Prometheus series. Each Runtime registers its
+// own set in its own registry, so several runtimes (tests, embedding) never
+// collide.
+type metrics struct {
+	messagesIn     *prometheus.CounterVec
+	messagesOut    *prometheus.CounterVec
+	batchRows      *prometheus.HistogramVec
+	batchSeconds   *prometheus.HistogramVec
+	guestErrors    *prometheus.CounterVec
+	deadLetters    *prometheus.CounterVec
+	sourceRecords  *prometheus.CounterVec
+	bias           *prometheus.GaugeVec
+	eventWM        *prometheus.GaugeVec
+	systemWM       *prometheus.GaugeVec
+	bufferedMsgs   *prometheus.GaugeVec
+	bufferedBytes  *prometheus.GaugeVec
+	sinkRecords    *prometheus.CounterVec
+	backpressureNs *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		messagesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_messages_in_total",
+			Help: "Messages delivered to a computation, by input stream.",
+		}, []string{"computation", "stream"}),
+		messagesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_messages_out_total",
+			Help: "Messages a computation emitted, by output stream.",
+		}, []string{"computation", "stream"}),
+		batchRows: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flowhost_batch_rows",
+			Help:    "Inputs (messages and timers) per batch handed to a computation.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 8),
+		}, []string{"computation"}),
+		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flowhost_batch_duration_seconds",
+			Help:    "Time to process one batch: encode, guest call, decode and apply.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 4, 9),
+		}, []string{"computation"}),
+		guestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_guest_errors_total",
+			Help: "Batches or keys a computation failed, by cause (trap, status, decode, validate, key, batch).",
+		}, []string{"computation", "cause"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_dead_letters_total",
+			Help: "Records sent to the dead-letter sink, by stage.",
+		}, []string{"stage"}),
+		sourceRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_source_records_total",
+			Help: "Records accepted by a source.",
+		}, []string{"source", "stream"}),
+		bias: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flowhost_stream_bias_seconds",
+			Help: "Average EventTimestamp - AlignmentTimestamp over a stream's queued messages, as last seen by a reading partition.",
+		}, []string{"stream"}),
+		eventWM: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flowhost_stream_event_watermark_seconds",
+			Help: "A stream's event watermark, Unix seconds.",
+		}, []string{"stream"}),
+		systemWM: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flowhost_stream_system_watermark_seconds",
+			Help: "A stream's system watermark, Unix seconds.",
+		}, []string{"stream"}),
+		bufferedMsgs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flowhost_stream_buffered_messages",
+			Help: "Messages of a stream queued in input buffers.",
+		}, []string{"stream"}),
+		bufferedBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flowhost_stream_buffered_bytes",
+			Help: "Bytes of a stream queued in input buffers.",
+		}, []string{"stream"}),
+		sinkRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_sink_records_total",
+			Help: "Records written to a sink.",
+		}, []string{"sink"}),
+		backpressureNs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_backpressure_seconds_total",
+			Help: "Time senders spent blocked on a full input buffer, by destination computation.",
+		}, []string{"computation"}),
+	}
+	reg.MustRegister(m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
+		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
+		m.bufferedBytes, m.sinkRecords, m.backpressureNs)
+	return m
+}
+
+// nsToSeconds converts int64 nanoseconds for gauges, which Prometheus
+// conventionally keeps in seconds.
+func nsToSeconds(ns int64) float64 { return float64(ns) / 1e9 }

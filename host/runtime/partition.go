@@ -1,0 +1,384 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/host/compute"
+	"github.com/flowhost/flowhost/host/keys"
+	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/ordering"
+)
+
+// computation is a pipeline computation: its partitions and what they share.
+type computation struct {
+	rt      *Runtime
+	spec    *spec.Computation
+	kind    abi.Kind
+	factory compute.Factory
+	keyer   *keys.Extractor // nil for the unkeyed
+	inputs  []*stream
+	outputs []*stream
+	parts   []*partition
+	done    atomic.Int32 // partitions finished
+}
+
+func newComputation(r *Runtime, cs *spec.Computation, f compute.Factory) (*computation, error) {
+	c := &computation{rt: r, spec: cs, kind: abi.Kind(cs.Kind), factory: f}
+	if len(cs.GroupBy) > 0 {
+		k, err := keys.NewExtractor(cs.GroupBy)
+		if err != nil {
+			return nil, fmt.Errorf("computation %q: group_by: %w", cs.Name, err)
+		}
+		c.keyer = k
+	}
+	for i := 0; i < cs.Partitions; i++ {
+		c.parts = append(c.parts, &partition{comp: c, index: i})
+	}
+	return c, nil
+}
+
+// start creates every partition's instance, state and buffers.
+func (c *computation) start(ctx context.Context) error {
+	for _, p := range c.parts {
+		if err := p.start(ctx); err != nil {
+			return fmt.Errorf("computation %q partition %d: %w", c.spec.Name, p.index, err)
+		}
+	}
+	return nil
+}
+
+func (c *computation) close(ctx context.Context) {
+	for _, p := range c.parts {
+		if p.proc != nil {
+			_ = p.proc.Close(ctx)
+			p.proc = nil
+		}
+	}
+}
+
+func (c *computation) wakeAll() {
+	for _, p := range c.parts {
+		p.wake()
+	}
+}
+
+// key computes a message's key at this computation: the key the guest set
+// on it, or else the computation's group_by fields of the payload.
+func (c *computation) key(m *ordering.Message) (string, error) {
+	if m.Key != "" || c.keyer == nil {
+		return m.Key, nil
+	}
+	return c.keyer.Key(m.Payload)
+}
+
+// partitionFinished publishes the end of a partition; the last one to
+// finish ends the computation's output streams.
+func (c *computation) partitionFinished(endOfData bool) {
+	if int(c.done.Add(1)) == len(c.parts) {
+		for _, s := range c.outputs {
+			s.finish(endOfData)
+		}
+	}
+}
+
+// partition is one computation partition: a single-threaded worker with its
+// inbox (a Router carrying FIFO lanes from every sender), its cross-stream
+// Merge, its Batcher, its timers and its instance.
+type partition struct {
+	comp  *computation
+	index int
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled on input, watermark moves and space freed
+	inbox   *ordering.Router
+	merge   *ordering.Merge
+	mergeAt int64 // bytes the merge may hold before the inbox keeps the rest
+	events  ordering.InFlight
+	systems ordering.InFlight
+	woken   bool
+
+	// Owned by the worker goroutine.
+	batcher   *ordering.Batcher
+	timers    *ordering.TimerStore
+	timerEvts ordering.InFlight
+	state     PartitionState
+	proc      compute.Computation
+	clock     *ordering.SystemClock
+	outSeq    uint64
+	epoch     uint64
+	prio      map[*ordering.Message]ordering.Priority
+	self      ordering.Sender
+	evWM      *ordering.StreamWatermark
+	sysWM     *ordering.StreamWatermark
+	outWM     atomic.Int64
+	outSysWM  atomic.Int64
+	finished  bool
+	tracebuf  []TraceRecord
+	mapCounts map[mapSlot]uint64
+}
+
+type mapSlot struct {
+	parent *ordering.Message
+	stream string
+}
+
+func (p *partition) start(ctx context.Context) error {
+	c := p.comp
+	r := c.rt
+	p.cond = sync.NewCond(&p.mu)
+	p.self = ordering.Sender{Computation: c.spec.Name, Partition: p.index}
+	p.outWM.Store(ordering.NoWatermark)
+	p.outSysWM.Store(ordering.NoWatermark)
+	p.evWM = ordering.NewStreamWatermark(len(c.inputs))
+	p.sysWM = ordering.NewStreamWatermark(len(c.inputs))
+	inboxCap := max(c.spec.BufferBytes/4, 1)
+	p.mergeAt = max(c.spec.BufferBytes-inboxCap, 1)
+	inbox, err := ordering.NewRouter(ordering.RouterConfig{
+		Partitions: map[string]int{c.spec.Name: 1},
+		Cap:        inboxCap,
+	})
+	if err != nil {
+		return err
+	}
+	p.inbox = inbox
+	var mopts []ordering.MergeOption
+	if len(c.spec.InputOrdering.StreamDelays) > 0 {
+		delays := map[string]int64{}
+		for s, d := range c.spec.InputOrdering.StreamDelays {
+			delays[s] = int64(d)
+		}
+		mopts = append(mopts, ordering.WithStreamDelays(delays))
+	}
+	if c.spec.InputOrdering.TimeType == spec.TimeAlignment {
+		mopts = append(mopts, ordering.WithoutBias())
+	}
+	if p.merge, err = ordering.NewMerge(c.spec.InputStreams, mopts...); err != nil {
+		return err
+	}
+	if p.batcher, err = ordering.NewBatcher(ordering.BatchLimits{
+		MaxRows:  c.spec.Batch.MaxRows,
+		MaxBytes: c.spec.Batch.MaxBytes,
+		MaxAge:   int64(c.spec.Batch.MaxDuration),
+	}); err != nil {
+		return err
+	}
+	if p.state, err = r.opts.state.Partition(c.spec.Name, p.index); err != nil {
+		return err
+	}
+	pending, err := p.state.Timers()
+	if err != nil {
+		return err
+	}
+	p.timers = ordering.NewTimerStore()
+	p.timers.Restore(func(yield func(ordering.Timer) bool) {
+		for _, t := range pending {
+			if !yield(t) {
+				return
+			}
+		}
+	})
+	for t := range p.timers.All() {
+		p.timerEvts.Add(t.Event)
+	}
+	p.clock = ordering.NewSystemClock(r.opts.now, 0)
+	p.prio = map[*ordering.Message]ordering.Priority{}
+	p.mapCounts = map[mapSlot]uint64{}
+	return p.instantiate(ctx)
+}
+
+func (p *partition) instantiate(ctx context.Context) error {
+	c := p.comp
+	params := map[string]any{}
+	for k, v := range c.spec.Parameters {
+		params[k] = v
+	}
+	proc, err := c.factory.Instantiate(ctx, &abi.Init{
+		ABI:           abi.Version,
+		Computation:   c.spec.Name,
+		Kind:          c.kind,
+		Partition:     uint64(p.index),
+		Parameters:    params,
+		OutputStreams: c.spec.OutputStreams,
+	})
+	if err != nil {
+		return err
+	}
+	p.proc = proc
+	return nil
+}
+
+func (p *partition) wake() {
+	p.mu.Lock()
+	p.woken = true
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// send queues m for this partition, waiting while the inbox is full: the
+// backpressure that slows a sender down to the pace of its slowest reader.
+func (p *partition) send(ctx context.Context, from ordering.Sender, m *ordering.Message) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var blockedSince time.Time
+	for {
+		err := p.inbox.Send(from, p.comp.spec.Name, m)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ordering.ErrFull) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if blockedSince.IsZero() {
+			blockedSince = time.Now()
+		}
+		p.cond.Wait()
+	}
+	if !blockedSince.IsZero() {
+		p.comp.rt.metrics.backpressureNs.WithLabelValues(p.comp.spec.Name).Add(time.Since(blockedSince).Seconds())
+	}
+	p.events.Add(m.Time.Event)
+	p.systems.Add(m.Time.System)
+	p.woken = true
+	p.cond.Broadcast()
+	return nil
+}
+
+// inputWatermarks are the minimum event and system watermarks over the
+// partition's input streams; a finished input without end-of-data holds
+// its last value.
+func (p *partition) inputWatermarks() (event, system int64, allFinished bool) {
+	event, system, allFinished = endOfStream, endOfStream, true
+	for _, s := range p.comp.inputs {
+		event = min(event, s.eventWM.Load())
+		system = min(system, s.systemWM.Load())
+		allFinished = allFinished && s.finished.Load()
+	}
+	return event, system, allFinished
+}
+
+// timerWatermark is the watermark timers fire against: the input watermark
+// lowered to the earliest EventTimestamp still queued here, so a timer
+// never overtakes a message already waiting in this partition's buffers.
+// Called with p.mu held.
+func (p *partition) timerWatermark(inputEvent int64) int64 {
+	if m, ok := p.events.Min(); ok {
+		return min(inputEvent, m)
+	}
+	return inputEvent
+}
+
+// run is the partition's worker loop.
+func (p *partition) run(ctx context.Context) error {
+	for {
+		batch, wm, err := p.next(ctx)
+		if err != nil || batch == nil {
+			return err
+		}
+		if err := p.process(ctx, batch, wm); err != nil {
+			return err
+		}
+	}
+}
+
+// next waits for work and cuts the next batch. It returns nil when the
+// partition is finished.
+func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		if ctx.Err() != nil {
+			return nil, abi.Watermarks{}, ctx.Err()
+		}
+		// Move what the inbox holds into the merge, as far as the merge's
+		// share of the buffer allows.
+		p.inbox.Drain(p.comp.spec.Name, 0, func(m *ordering.Message) bool {
+			if p.merge.Len() > 0 && p.merge.Bytes()+m.Size() > p.mergeAt {
+				return false
+			}
+			idx, _ := p.merge.StreamIndex(m.Stream)
+			p.merge.Push(idx, m)
+			return true
+		})
+		now := p.comp.rt.opts.now()
+		for p.merge.Len() > 0 && !p.batcher.Ready(now) {
+			m, prio := p.merge.Pop()
+			p.prio[m] = prio
+			p.batcher.Add(m, now)
+		}
+		p.cond.Broadcast() // room in the inbox for blocked senders
+		inEvent, inSystem, inputsDone := p.inputWatermarks()
+		twm := p.timerWatermark(inEvent)
+		minTrigger, hasTimers := p.timers.MinTrigger()
+		timersDue := hasTimers && minTrigger <= twm
+		p.publishWatermarks()
+		if p.batcher.Len() > 0 || timersDue {
+			due := p.timers.PopDue(twm)
+			b := p.batcher.Cut(due)
+			return &b, abi.Watermarks{Event: twm, System: inSystem}, nil
+		}
+		if inputsDone && p.inbox.Len(p.comp.spec.Name, 0) == 0 {
+			if !p.finished {
+				p.finished = true
+				p.outWM.Store(max(p.outWM.Load(), inEvent))
+				end := inEvent == endOfStream
+				if !end {
+					if n := p.timers.Len(); n > 0 {
+						p.comp.rt.log.Warn("pending timers not fired: the run was interrupted before their watermark",
+							"computation", p.comp.spec.Name, "partition", p.index, "timers", n)
+					}
+				}
+				p.comp.partitionFinished(end)
+			}
+			return nil, abi.Watermarks{}, nil
+		}
+		p.woken = false
+		for !p.woken && ctx.Err() == nil {
+			p.cond.Wait()
+		}
+	}
+}
+
+// publishWatermarks computes the partition's output watermarks, the input
+// watermarks lowered to what is still in flight here (queued messages and
+// pending timers) and never moving back (ordering.StreamWatermark), and
+// raises the output streams' watermarks to the minimum over the
+// computation's partitions. Called with p.mu held.
+func (p *partition) publishWatermarks() {
+	for i, s := range p.comp.inputs {
+		p.evWM.SetInput(i, s.eventWM.Load())
+		p.sysWM.SetInput(i, s.systemWM.Load())
+	}
+	evMin, evOK := p.events.Min()
+	if t, ok := p.timerEvts.Min(); ok && (!evOK || t < evMin) {
+		evMin, evOK = t, true
+	}
+	sysMin, sysOK := p.systems.Min()
+	changed := raiseTo(&p.outWM, p.evWM.Advance(evMin, evOK))
+	changed = raiseTo(&p.outSysWM, p.sysWM.Advance(sysMin, sysOK)) || changed
+	if !changed {
+		return
+	}
+	c := p.comp
+	allEv, allSys := endOfStream, endOfStream
+	for _, q := range c.parts {
+		allEv = min(allEv, q.outWM.Load())
+		allSys = min(allSys, q.outSysWM.Load())
+	}
+	m := c.rt.metrics
+	for _, s := range c.outputs {
+		// Waking readers takes their locks while we hold ours: safe,
+		// because locks are only ever taken downstream along the DAG.
+		s.raise(allEv, allSys)
+		m.eventWM.WithLabelValues(s.name).Set(nsToSeconds(allEv))
+		m.systemWM.WithLabelValues(s.name).Set(nsToSeconds(allSys))
+	}
+}

@@ -1,0 +1,395 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/ordering"
+)
+
+// process runs one batch through the computation and applies its effects:
+// state, timers, derived messages (stamped by the host), trace and metrics.
+// A batch the guest fails is sent to the dead-letter sink whole and the
+// instance is replaced; the run goes on.
+func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Watermarks) error {
+	c := p.comp
+	r := c.rt
+	started := time.Now()
+	p.epoch++
+	req, err := p.request(b, wm)
+	if err != nil {
+		return err
+	}
+	if r.trace != nil {
+		p.traceBatch(b)
+	}
+	resp, cause, gerr := p.call(ctx, req)
+	switch {
+	case gerr != nil:
+		r.metrics.guestErrors.WithLabelValues(c.spec.Name, cause).Inc()
+		r.log.Error("computation failed a batch; its inputs go to the dead-letter sink",
+			"computation", c.spec.Name, "partition", p.index, "epoch", p.epoch, "cause", cause, "err", gerr)
+		for i := range b.Keys {
+			if err := p.deadLetterKey(&b.Keys[i], stageGuest, gerr); err != nil {
+				return err
+			}
+		}
+		if err := p.deleteFired(b); err != nil {
+			return err
+		}
+		if cause == causeCall {
+			if err := p.replaceInstance(ctx); err != nil {
+				return err
+			}
+		}
+	default:
+		if err := p.apply(ctx, b, req, resp); err != nil {
+			return err
+		}
+	}
+	p.release(b)
+	m := r.metrics
+	m.batchRows.WithLabelValues(c.spec.Name).Observe(float64(batchInputs(b)))
+	m.batchSeconds.WithLabelValues(c.spec.Name).Observe(time.Since(started).Seconds())
+	return nil
+}
+
+// Causes of a failed batch, for metrics and logs.
+const (
+	causeCall     = "call"     // trap, deadline, bad status or undecodable response
+	causeValidate = "validate" // a response that breaks the ABI's rules
+	causeBatch    = "batch"    // the guest reported the batch failed
+	causeKey      = "key"      // the guest reported one key failed
+)
+
+// call invokes the computation and checks its response against the
+// request.
+func (p *partition) call(ctx context.Context, req *abi.Request) (*abi.Response, string, error) {
+	name := p.comp.spec.Name
+	resp, err := p.proc.Process(ctx, req)
+	if err != nil {
+		return nil, causeCall, fmt.Errorf("computation %q (plugin %q): %w", name, p.comp.spec.Plugin, err)
+	}
+	if err := abi.ValidateResponse(resp, req, p.comp.spec.OutputStreams); err != nil {
+		return nil, causeValidate, fmt.Errorf("computation %q (plugin %q): response: %w", name, p.comp.spec.Plugin, err)
+	}
+	if resp.Error != "" {
+		return nil, causeBatch, fmt.Errorf("computation %q (plugin %q) failed the batch: %s", name, p.comp.spec.Plugin, resp.Error)
+	}
+	return resp, "", nil
+}
+
+// replaceInstance closes an instance that failed a call (it may have
+// trapped or been interrupted) and creates a fresh one. State lives in the
+// host, so nothing is lost.
+func (p *partition) replaceInstance(ctx context.Context) error {
+	_ = p.proc.Close(ctx)
+	p.proc = nil
+	if err := p.instantiate(ctx); err != nil {
+		return fmt.Errorf("computation %q partition %d: replacing a failed instance: %w", p.comp.spec.Name, p.index, err)
+	}
+	return nil
+}
+
+// request builds the ABI request of a batch.
+func (p *partition) request(b *ordering.Batch, wm abi.Watermarks) (*abi.Request, error) {
+	c := p.comp
+	req := &abi.Request{
+		ABI:         abi.Version,
+		Computation: c.spec.Name,
+		Kind:        c.kind,
+		Partition:   uint64(p.index),
+		Epoch:       p.epoch,
+		Watermarks:  wm,
+		Keys:        make([]abi.RequestKey, len(b.Keys)),
+	}
+	for i := range b.Keys {
+		kb := &b.Keys[i]
+		rk := &req.Keys[i]
+		rk.Key = kb.Key
+		if c.kind == abi.KindTransform {
+			st, ok, err := p.state.Get(kb.Key)
+			if err != nil {
+				return nil, fmt.Errorf("computation %q partition %d: reading state of key %q: %w", c.spec.Name, p.index, kb.Key, err)
+			}
+			if ok {
+				if st == nil {
+					st = []byte{}
+				}
+				rk.State = st
+			}
+		}
+		if len(kb.Timers) > 0 {
+			rk.Timers = make([]abi.DueTimer, len(kb.Timers))
+			for j, t := range kb.Timers {
+				rk.Timers[j] = abi.DueTimer{ID: t.ID.String(), TriggerTimestamp: t.Trigger, EventTimestamp: t.Event, Payload: t.Payload}
+			}
+		}
+		rk.Messages = make([]abi.Message, len(kb.Messages))
+		for j, m := range kb.Messages {
+			rk.Messages[j] = abi.Message{
+				ID:                 m.ID.String(),
+				Stream:             m.Stream,
+				EventTimestamp:     m.Time.Event,
+				SystemTimestamp:    m.Time.System,
+				AlignmentTimestamp: m.Time.Alignment,
+				Payload:            m.Payload,
+			}
+		}
+	}
+	return req, nil
+}
+
+// apply commits a successful response: state and timer changes first, then
+// the derived messages go downstream.
+func (p *partition) apply(ctx context.Context, b *ordering.Batch, req *abi.Request, resp *abi.Response) error {
+	c := p.comp
+	r := c.rt
+	keyIndex := make(map[string]int, len(b.Keys))
+	for i := range b.Keys {
+		keyIndex[b.Keys[i].Key] = i
+	}
+	commit := &Commit{Epoch: p.epoch}
+	for i := range b.Keys {
+		for _, t := range b.Keys[i].Timers {
+			commit.TimersDeleted = append(commit.TimersDeleted, TimerRef{t.Key, t.Trigger})
+		}
+	}
+	var outs []*ordering.Message
+	clear(p.mapCounts)
+	for i := range resp.Keys {
+		rk := &resp.Keys[i]
+		kb := &b.Keys[keyIndex[rk.Key]]
+		if rk.Error != "" {
+			r.metrics.guestErrors.WithLabelValues(c.spec.Name, causeKey).Inc()
+			kerr := fmt.Errorf("computation %q (plugin %q) failed key %q: %s", c.spec.Name, c.spec.Plugin, rk.Key, rk.Error)
+			if err := p.deadLetterKey(kb, stageGuest, kerr); err != nil {
+				return err
+			}
+			continue
+		}
+		switch rk.StateOp {
+		case abi.StateReplace:
+			commit.State = append(commit.State, StateChange{Key: rk.Key, Value: rk.State})
+		case abi.StateDelete:
+			commit.State = append(commit.State, StateChange{Key: rk.Key, Delete: true})
+		}
+		for _, trig := range rk.TimersCancel {
+			if old, ok := p.timers.Get(rk.Key, trig); ok {
+				p.timers.Cancel(rk.Key, trig)
+				p.timerEvts.Remove(old.Event)
+				commit.TimersDeleted = append(commit.TimersDeleted, TimerRef{rk.Key, trig})
+			}
+		}
+		for _, ts := range rk.TimersSet {
+			t := ordering.Timer{
+				Key:     rk.Key,
+				Trigger: ts.TriggerTimestamp,
+				Event:   ts.TriggerTimestamp,
+				ID:      ordering.TransformID(c.spec.Name+".timers", int32(p.index), p.outSeq),
+				Payload: ts.Payload,
+			}
+			p.outSeq++
+			if ts.EventTimestamp != nil {
+				t.Event = *ts.EventTimestamp
+			}
+			old, had := p.timers.Get(rk.Key, t.Trigger)
+			p.timers.Set(t)
+			kept, _ := p.timers.Get(rk.Key, t.Trigger)
+			if had {
+				p.timerEvts.Remove(old.Event)
+			}
+			p.timerEvts.Add(kept.Event)
+			commit.TimersSet = append(commit.TimersSet, kept)
+		}
+		for e := range rk.Emits {
+			outs = append(outs, p.derive(kb, &rk.Emits[e]))
+		}
+	}
+	if err := p.state.Commit(commit); err != nil {
+		return fmt.Errorf("computation %q partition %d: committing epoch %d: %w", c.spec.Name, p.index, p.epoch, err)
+	}
+	for _, m := range outs {
+		r.metrics.messagesOut.WithLabelValues(c.spec.Name, m.Stream).Inc()
+		if err := r.route(ctx, p.self, m); err != nil {
+			return err
+		}
+	}
+	_ = req
+	return nil
+}
+
+// derive builds a derived message and stamps it: the guest chose stream,
+// payload, key, parents and perhaps EventTimestamp; the host assigns the
+// rest by the ordering rules.
+func (p *partition) derive(kb *ordering.KeyBatch, e *abi.Emit) *ordering.Message {
+	c := p.comp
+	nt := len(kb.Timers)
+	var parentTimes []ordering.Timestamps
+	var parentIDs []ordering.MessageID
+	var firstMsg *ordering.Message
+	addParent := func(idx int) {
+		if idx < nt {
+			t := kb.Timers[idx]
+			parentTimes = append(parentTimes, ordering.Timestamps{Event: t.Event, System: t.Trigger, Alignment: t.Trigger})
+			parentIDs = append(parentIDs, t.ID)
+			return
+		}
+		m := kb.Messages[idx-nt]
+		parentTimes = append(parentTimes, m.Time)
+		parentIDs = append(parentIDs, m.ID)
+		if firstMsg == nil || m.ID.Compare(firstMsg.ID) < 0 {
+			firstMsg = m
+		}
+	}
+	if e.Parents == nil {
+		for i := 0; i < nt+len(kb.Messages); i++ {
+			addParent(i)
+		}
+	} else {
+		for _, idx := range e.Parents {
+			addParent(int(idx))
+		}
+	}
+	out := &ordering.Message{Stream: e.Stream, Key: e.Key, Parents: parentIDs, Payload: e.Payload}
+	if c.kind == abi.KindMap && firstMsg != nil {
+		out.Time = ordering.MultiParentOutput(parentTimes)
+		if e.EventTimestamp != nil {
+			out.Time.Event = *e.EventTimestamp
+		}
+		slot := mapSlot{parent: firstMsg, stream: e.Stream}
+		out.ID = firstMsg.ID.Derive(e.Stream, p.mapCounts[slot])
+		p.mapCounts[slot]++
+		return out
+	}
+	var ev int64
+	if e.EventTimestamp != nil {
+		ev = *e.EventTimestamp
+	}
+	out.Time = ordering.TransformOutput(p.clock.Now(), parentTimes, ev, e.EventTimestamp != nil)
+	out.ID = ordering.TransformID(c.spec.Name, int32(p.index), p.outSeq)
+	p.outSeq++
+	return out
+}
+
+// deleteFired commits the deletion of a failed batch's timers: they went to
+// the dead-letter sink with the batch.
+func (p *partition) deleteFired(b *ordering.Batch) error {
+	commit := &Commit{Epoch: p.epoch}
+	for i := range b.Keys {
+		for _, t := range b.Keys[i].Timers {
+			commit.TimersDeleted = append(commit.TimersDeleted, TimerRef{t.Key, t.Trigger})
+		}
+	}
+	if len(commit.TimersDeleted) == 0 {
+		return nil
+	}
+	return p.state.Commit(commit)
+}
+
+// release takes a processed batch's inputs out of flight and republishes
+// the watermarks they held back.
+func (p *partition) release(b *ordering.Batch) {
+	m := p.comp.rt.metrics
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range b.Keys {
+		kb := &b.Keys[i]
+		for _, t := range kb.Timers {
+			p.timerEvts.Remove(t.Event)
+		}
+		for _, msg := range kb.Messages {
+			p.events.Remove(msg.Time.Event)
+			p.systems.Remove(msg.Time.System)
+			m.messagesIn.WithLabelValues(p.comp.spec.Name, msg.Stream).Inc()
+			m.bufferedMsgs.WithLabelValues(msg.Stream).Dec()
+			m.bufferedBytes.WithLabelValues(msg.Stream).Sub(float64(msg.Size()))
+			delete(p.prio, msg)
+		}
+	}
+	p.publishWatermarks()
+}
+
+// traceBatch writes the batch's deliveries in the order the guest sees
+// them: per key, due timers first, then messages.
+func (p *partition) traceBatch(b *ordering.Batch) {
+	c := p.comp
+	recs := p.tracebuf[:0]
+	for i := range b.Keys {
+		kb := &b.Keys[i]
+		for _, t := range kb.Timers {
+			recs = append(recs, TraceRecord{
+				Computation: c.spec.Name, Partition: p.index, Epoch: p.epoch, Key: kb.Key, Kind: TraceTimer,
+				Stream: c.spec.Name + ".timers", MessageID: t.ID.String(), Parents: []string{},
+				EventTS: t.Event, SystemTS: t.Trigger, AlignmentTS: t.Trigger, PriorityTS: t.Trigger, TriggerTS: t.Trigger,
+			})
+		}
+		for _, m := range kb.Messages {
+			pr := p.prio[m]
+			recs = append(recs, TraceRecord{
+				Computation: c.spec.Name, Partition: p.index, Epoch: p.epoch, Key: kb.Key, Kind: TraceMessage,
+				Stream: m.Stream, MessageID: m.ID.String(), Parents: idStrings(m.Parents),
+				EventTS: m.Time.Event, SystemTS: m.Time.System, AlignmentTS: m.Time.Alignment, WriteTS: m.Time.Write,
+				Bias: pr.Bias, Delay: pr.Delay, PriorityTS: pr.Timestamp, TaskID: uint64(m.Task),
+			})
+			c.rt.metrics.bias.WithLabelValues(m.Stream).Set(nsToSeconds(pr.Bias))
+		}
+	}
+	p.tracebuf = recs
+	if err := c.rt.trace.write(recs); err != nil {
+		c.rt.fail(fmt.Errorf("trace: %w", err))
+	}
+}
+
+func idStrings(ids []ordering.MessageID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
+}
+
+func batchInputs(b *ordering.Batch) int {
+	n := 0
+	for i := range b.Keys {
+		n += len(b.Keys[i].Timers) + len(b.Keys[i].Messages)
+	}
+	return n
+}
+
+// route hands a message to every reader of its stream: each reading
+// computation computes its key (or takes the one the guest set) and gets
+// its own copy in the partition that key selects; each sink gets a record.
+// A message whose key cannot be computed goes to the dead-letter sink for
+// that reader alone.
+func (r *Runtime) route(ctx context.Context, from ordering.Sender, m *ordering.Message) error {
+	s := r.streams[m.Stream]
+	for _, c := range s.readers {
+		key, err := c.key(m)
+		if err != nil {
+			if derr := r.dead.message(stageKey, c.spec.Name, fmt.Errorf("computation %q group_by %v: %w", c.spec.Name, c.spec.GroupBy, err), m); derr != nil {
+				return derr
+			}
+			continue
+		}
+		cp := *m
+		cp.Key = key
+		part := c.parts[ordering.PartitionOf(key, len(c.parts))]
+		if err := part.send(ctx, from, &cp); err != nil {
+			return err
+		}
+		r.metrics.bufferedMsgs.WithLabelValues(m.Stream).Inc()
+		r.metrics.bufferedBytes.WithLabelValues(m.Stream).Add(float64(cp.Size()))
+	}
+	for _, sk := range s.sinks {
+		if err := sk.send(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errStopped = errors.New("runtime stopped")

@@ -1,0 +1,372 @@
+// Package runtime runs a pipeline in one process: it reads sources by
+// partition priority, routes every message FIFO per (sending partition,
+// destination computation, destination key), buffers it in the destination
+// partition's cross-stream merge, cuts batches, calls the computation once
+// per batch, stamps what it derives, and hands the results to downstream
+// computations and sinks. Watermarks flow along the same graph and fire
+// timers. All ordering decisions come from package ordering; this package
+// adds goroutines, locks, backpressure and I/O.
+//
+// Keyed state and timers are kept behind [StateStore]; the default keeps
+// them in memory.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowhost/flowhost/host/compute"
+	"github.com/flowhost/flowhost/host/connect"
+	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/ordering"
+)
+
+// endOfStream is the watermark of a stream whose writer has finished with
+// all its input: nothing more will ever come, so every timer fires.
+const endOfStream int64 = math.MaxInt64
+
+// Runtime runs one pipeline. Create it with [New], start it with
+// [Runtime.Run].
+type Runtime struct {
+	pipe    *spec.Pipeline
+	opts    options
+	log     *slog.Logger
+	metrics *metrics
+	trace   *traceWriter
+
+	streams map[string]*stream
+	comps   []*computation
+	sources []*sourceStream
+	sinks   []*sinkRunner
+	dead    *deadLetters
+
+	workers chan struct{} // a token per concurrently running batch
+	failed  chan error    // first fatal error stops the run
+	failMu  sync.Mutex
+	failErr error
+}
+
+// stream is a pipeline stream: one writer, any number of reading
+// computations and sinks, and the watermarks its writer publishes.
+type stream struct {
+	name     string
+	readers  []*computation
+	sinks    []*sinkRunner
+	eventWM  atomic.Int64
+	systemWM atomic.Int64
+	finished atomic.Bool
+}
+
+func newStream(name string) *stream {
+	s := &stream{name: name}
+	s.eventWM.Store(ordering.NoWatermark)
+	s.systemWM.Store(ordering.NoWatermark)
+	return s
+}
+
+// finish marks the stream complete. At the natural end of the data its
+// watermarks jump to the end of time so every pending timer downstream
+// fires; on an interrupted run they stay where they are.
+func (s *stream) finish(endOfData bool) {
+	if endOfData {
+		s.eventWM.Store(endOfStream)
+		s.systemWM.Store(endOfStream)
+	}
+	s.finished.Store(true)
+	for _, c := range s.readers {
+		c.wakeAll()
+	}
+	for _, sk := range s.sinks {
+		sk.wake()
+	}
+}
+
+// raise moves the stream's watermarks up (never down) and wakes its readers
+// if either moved.
+func (s *stream) raise(event, system int64) {
+	moved := raiseTo(&s.eventWM, event)
+	moved = raiseTo(&s.systemWM, system) || moved
+	if moved {
+		for _, c := range s.readers {
+			c.wakeAll()
+		}
+	}
+}
+
+func raiseTo(a *atomic.Int64, v int64) bool {
+	for {
+		old := a.Load()
+		if v <= old {
+			return false
+		}
+		if a.CompareAndSwap(old, v) {
+			return true
+		}
+	}
+}
+
+// New checks that every computation of p has a factory and builds the
+// runtime. Nothing runs until [Runtime.Run].
+func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option) (*Runtime, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	r := &Runtime{
+		pipe:    p,
+		opts:    o,
+		log:     o.logger,
+		metrics: newMetrics(o.registry),
+		streams: map[string]*stream{},
+		workers: make(chan struct{}, o.workers),
+		failed:  make(chan error, 1),
+	}
+	if o.trace != nil {
+		r.trace = newTraceWriter(o.trace)
+	}
+	dl, err := r.openDeadLetters()
+	if err != nil {
+		return nil, err
+	}
+	r.dead = dl
+	streamOf := func(name string) *stream {
+		s, ok := r.streams[name]
+		if !ok {
+			s = newStream(name)
+			r.streams[name] = s
+		}
+		return s
+	}
+	order := p.TopologicalOrder()
+	byName := map[string]*computation{}
+	for _, cs := range order {
+		f, ok := factories[cs.Name]
+		if !ok {
+			return nil, fmt.Errorf("computation %q: no implementation for plugin %q", cs.Name, cs.Plugin)
+		}
+		c, err := newComputation(r, cs, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, out := range cs.OutputStreams {
+			c.outputs = append(c.outputs, streamOf(out))
+		}
+		byName[cs.Name] = c
+		r.comps = append(r.comps, c)
+	}
+	for _, c := range r.comps {
+		for _, in := range c.spec.InputStreams {
+			s := streamOf(in)
+			s.readers = append(s.readers, c)
+			c.inputs = append(c.inputs, s)
+		}
+	}
+	for i := range p.Sources {
+		src, err := r.newSourceStream(&p.Sources[i], streamOf(p.Sources[i].Stream))
+		if err != nil {
+			return nil, err
+		}
+		r.sources = append(r.sources, src)
+	}
+	for i := range p.Sinks {
+		sk, err := r.newSinkRunner(&p.Sinks[i])
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range p.Sinks[i].Streams {
+			s := streamOf(name)
+			s.sinks = append(s.sinks, sk)
+			sk.inputs = append(sk.inputs, s)
+		}
+		r.sinks = append(r.sinks, sk)
+	}
+	return r, nil
+}
+
+// Registry returns the Prometheus gatherer holding the runtime's metrics.
+func (r *Runtime) Registry() prometheus.Gatherer { return r.opts.gatherer }
+
+// Run runs the pipeline until every source has ended and everything derived
+// from them has reached the sinks, or until ctx is cancelled. On
+// cancellation the sources stop taking input, and everything they had
+// accepted is still processed and delivered before Run returns; timers that
+// are not yet due stay pending and are not fired. Run returns the first
+// fatal error: a source, sink or computation that cannot continue.
+func (r *Runtime) Run(ctx context.Context) error {
+	// work outlives ctx: it is cancelled only on a fatal error, so that an
+	// interrupt drains what was accepted instead of dropping it.
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+
+	for _, c := range r.comps {
+		if err := c.start(work); err != nil {
+			r.closeAll(work)
+			return err
+		}
+	}
+	var wg sync.WaitGroup
+	for _, sk := range r.sinks {
+		wg.Go(func() { r.fail(sk.run(work)) })
+	}
+	for _, c := range r.comps {
+		for _, p := range c.parts {
+			wg.Go(func() { r.fail(p.run(work)) })
+		}
+	}
+	for _, src := range r.sources {
+		wg.Go(func() { r.fail(src.ingest(ctx, work)) })
+		wg.Go(func() { r.fail(src.read(work)) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case err = <-r.failed:
+		stopWork()
+		r.unblockAll()
+		<-done
+	}
+	r.closeAll(work)
+	if r.trace != nil {
+		if ferr := r.trace.flush(); ferr != nil && err == nil {
+			err = fmt.Errorf("trace: %w", ferr)
+		}
+	}
+	if cerr := r.dead.close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// fail records the first fatal error; later ones are logged.
+func (r *Runtime) fail(err error) {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	r.failMu.Lock()
+	defer r.failMu.Unlock()
+	if r.failErr != nil {
+		r.log.Error("after the first fatal error", "err", err)
+		return
+	}
+	r.failErr = err
+	r.failed <- err
+}
+
+// unblockAll wakes every goroutine waiting on a condition so that it sees
+// the cancelled context.
+func (r *Runtime) unblockAll() {
+	for _, c := range r.comps {
+		c.wakeAll()
+	}
+	for _, src := range r.sources {
+		src.wake()
+	}
+	for _, sk := range r.sinks {
+		sk.wake()
+	}
+}
+
+func (r *Runtime) closeAll(ctx context.Context) {
+	for _, c := range r.comps {
+		c.close(ctx)
+	}
+}
+
+// Option configures a [Runtime].
+type Option func(*options)
+
+type options struct {
+	logger     *slog.Logger
+	registry   prometheus.Registerer
+	gatherer   prometheus.Gatherer
+	trace      io.Writer
+	now        func() int64
+	workers    int
+	state      StateStore
+	deadLetter io.Writer
+	sinks      map[string]Sink
+	sources    map[string]Source
+	baseDir    string
+	stdout     io.Writer
+	progress   func(source string, p connect.FileProgress)
+}
+
+func defaultOptions() options {
+	reg := prometheus.NewRegistry()
+	return options{
+		logger:   slog.Default(),
+		registry: reg,
+		gatherer: reg,
+		now:      func() int64 { return time.Now().UnixNano() },
+		workers:  defaultWorkers(),
+		state:    NewMemoryStore(),
+		stdout:   nil,
+	}
+}
+
+// WithLogger sets the logger; the default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithRegistry registers the runtime's metrics in reg instead of a private
+// registry.
+func WithRegistry(reg *prometheus.Registry) Option {
+	return func(o *options) { o.registry, o.gatherer = reg, reg }
+}
+
+// WithTrace writes one JSON line per delivery to w (see [TraceRecord]).
+func WithTrace(w io.Writer) Option { return func(o *options) { o.trace = w } }
+
+// WithClock replaces the wall clock (Unix nanoseconds) used for ingest
+// times, transform outputs and idleness; tests pass a scripted one.
+func WithClock(now func() int64) Option { return func(o *options) { o.now = now } }
+
+// WithWorkers bounds how many batches run at once; the default is
+// GOMAXPROCS.
+func WithWorkers(n int) Option { return func(o *options) { o.workers = max(1, n) } }
+
+// WithStateStore replaces the in-memory store of keyed state and timers.
+func WithStateStore(s StateStore) Option { return func(o *options) { o.state = s } }
+
+// WithDeadLetter writes dead-letter records to w instead of the file the
+// spec names.
+func WithDeadLetter(w io.Writer) Option { return func(o *options) { o.deadLetter = w } }
+
+// WithSink replaces the sink the spec names name by s (for tests and
+// embedding).
+func WithSink(name string, s Sink) Option {
+	return func(o *options) {
+		if o.sinks == nil {
+			o.sinks = map[string]Sink{}
+		}
+		o.sinks[name] = s
+	}
+}
+
+// WithSource replaces the source the spec names name by s.
+func WithSource(name string, s Source) Option {
+	return func(o *options) {
+		if o.sources == nil {
+			o.sources = map[string]Source{}
+		}
+		o.sources[name] = s
+	}
+}
+
+// WithProgress calls fn as file sources advance, for progress displays.
+func WithProgress(fn func(source string, p connect.FileProgress)) Option {
+	return func(o *options) { o.progress = fn }
+}
+
+// WithStdout sets where stdout sinks write; the default is os.Stdout.
+func WithStdout(w io.Writer) Option { return func(o *options) { o.stdout = w } }
