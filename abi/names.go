@@ -6,6 +6,8 @@
 // that every SDK is tested against.
 package abi
 
+import "strconv"
+
 // Version is the ABI version this package speaks. A guest declares the
 // version it implements by exporting the marker function named by
 // VersionMarker(Version).
@@ -41,3 +43,8 @@ const (
 	// line at a slog level (-4 debug, 0 info, 4 warn, 8 error).
 	ImportLog = "log"
 )
+
+// VersionMarker returns the name of the marker function a guest exports to
+// declare that it implements ABI version v; VersionMarker(Version) is
+// ExportVersionMarker.
+func VersionMarker(v int) string { return "flowhost_abi_v" + strconv.Itoa(v) }
