@@ -157,9 +157,9 @@ func (r *Runtime) newSinkRunner(ss *spec.Sink) (*sinkRunner, error) {
 func (r *Runtime) openSink(ss *spec.Sink) (Sink, error) {
 	switch ss.Type {
 	case spec.SinkFile:
-		return connect.OpenFileSink(connect.FileSinkConfig{Path: ss.File.Path})
+		return connect.OpenFileSink(connect.FileSinkConfig{Path: ss.File.Path, Format: connect.Format(ss.Format)})
 	case spec.SinkStdout:
-		format := connect.Format("")
+		format := connect.Format(ss.Format)
 		if r.opts.stdout != nil {
 			return connect.NewWriterSink(r.opts.stdout, format)
 		}

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -391,4 +392,16 @@ func BenchmarkParse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestSinkFormat(t *testing.T) {
+	base := "name: p\nsources:\n  - {name: s, type: generator, stream: a}\nsinks:\n  - {name: out, type: stdout, streams: [a]%s}\n"
+	p, err := Parse("p.yaml", []byte(fmt.Sprintf(base, "")))
+	require.NoError(t, err)
+	require.Equal(t, FormatJSON, p.Sinks[0].Format, "json is the default")
+	p, err = Parse("p.yaml", []byte(fmt.Sprintf(base, ", format: text")))
+	require.NoError(t, err)
+	require.Equal(t, FormatText, p.Sinks[0].Format)
+	_, err = Parse("p.yaml", []byte(fmt.Sprintf(base, ", format: xml")))
+	require.ErrorContains(t, err, `p.yaml:5:53: sinks[0].format: expected one of json, text; got "xml"`)
 }

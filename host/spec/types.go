@@ -376,7 +376,24 @@ type Sink struct {
 	File *FileSink `yaml:"file,omitempty"`
 	// HTTP configures a sink of type http; required for it.
 	HTTP *HTTPEndpoint `yaml:"http,omitempty"`
+	// Format is how file and stdout sinks write records: json (one JSON
+	// object per line with every timestamp, the default) or text (one
+	// aligned line per record, for people). HTTP sinks always write JSON.
+	Format SinkFormat `yaml:"format"`
 }
+
+// SinkFormat is the record format of a file or stdout sink.
+type SinkFormat string
+
+// Sink formats.
+const (
+	FormatJSON SinkFormat = "json"
+	FormatText SinkFormat = "text"
+)
+
+func (SinkFormat) values() []string { return []string{"json", "text"} }
+
+func (s *Sink) setDefaults() { s.Format = FormatJSON }
 
 // FileSink configures a file sink.
 type FileSink struct {
