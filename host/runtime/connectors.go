@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -61,12 +62,6 @@ func (d *deadLetters) reject(stage, origin string, err error, record []byte) err
 	return nil
 }
 
-// message dead-letters a message that stage could not handle at
-// computation.
-func (d *deadLetters) message(stage, computation string, err error, m *ordering.Message) error {
-	return d.reject(stage, fmt.Sprintf("%s <- %s %s", computation, m.Stream, m.ID), err, m.Payload)
-}
-
 // connectReject adapts the dead letter for connectors' bad input.
 func (d *deadLetters) connectReject(rj connect.Rejection) error {
 	return d.reject(rj.Stage, rj.Origin, rj.Err, rj.Record)
@@ -75,22 +70,48 @@ func (d *deadLetters) connectReject(rj connect.Rejection) error {
 func (d *deadLetters) close() error { return d.closer() }
 
 // deadLetterKey sends every input of a key (messages and fired timers) to
-// the dead-letter sink with err.
-func (p *partition) deadLetterKey(kb *ordering.KeyBatch, stage string, err error) error {
-	d := p.comp.rt.dead
-	name := p.comp.spec.Name
+// the computation's dead-letter route with err.
+func (p *partition) deadLetterKey(ctx context.Context, kb *ordering.KeyBatch, stage string, err error) error {
+	c := p.comp
 	for _, t := range kb.Timers {
-		origin := fmt.Sprintf("%s timer %s key %s trigger %d", name, t.ID, kb.Key, t.Trigger)
-		if derr := d.reject(stage, origin, err, t.Payload); derr != nil {
+		origin := fmt.Sprintf("%s timer %s key %s trigger %d", c.spec.Name, t.ID, kb.Key, t.Trigger)
+		tt := ordering.Timestamps{Event: t.Event, System: t.Trigger, Alignment: t.Trigger}
+		if derr := c.deadLetter(ctx, stage, origin, err, t.Payload, t.ID, tt); derr != nil {
 			return derr
 		}
 	}
 	for _, m := range kb.Messages {
-		if derr := d.message(stage, name, err, m); derr != nil {
+		origin := fmt.Sprintf("%s <- %s %s", c.spec.Name, m.Stream, m.ID)
+		if derr := c.deadLetter(ctx, stage, origin, err, m.Payload, m.ID, m.Time); derr != nil {
 			return derr
 		}
 	}
 	return nil
+}
+
+// deadLetter refuses one input of this computation. Without a
+// dead_letter.stream in the spec it goes to the pipeline's dead-letter
+// sink; with one, it becomes a message on that stream (the rejection as
+// a JSON object, the refused input as its parent), so a pipeline can
+// route, count or repair its own rejects.
+func (c *computation) deadLetter(ctx context.Context, stage, origin string, err error, record []byte, parent ordering.MessageID, parentTime ordering.Timestamps) error {
+	r := c.rt
+	if c.spec.DeadLetter == nil {
+		return r.dead.reject(stage, origin, err, record)
+	}
+	r.metrics.deadLetters.WithLabelValues(stage).Inc()
+	var buf bytes.Buffer
+	if werr := connect.NewDeadLetter(&buf).Reject(connect.Rejection{Origin: origin, Stage: stage, Err: err, Record: record}); werr != nil {
+		return werr
+	}
+	m := &ordering.Message{
+		ID:      ordering.TransformID(c.spec.Name+".dead-letter", 0, c.deadSeq.Add(1)-1),
+		Stream:  c.spec.DeadLetter.Stream,
+		Time:    ordering.TransformOutput(r.opts.now(), []ordering.Timestamps{parentTime}, 0, false),
+		Parents: []ordering.MessageID{parent},
+		Payload: bytes.TrimSuffix(buf.Bytes(), []byte("\n")),
+	}
+	return r.route(ctx, ordering.Sender{Computation: c.spec.Name + ".dead-letter"}, m)
 }
 
 func (r *Runtime) stdout() io.Writer {

@@ -26,6 +26,7 @@ type computation struct {
 	outputs []*stream
 	parts   []*partition
 	done    atomic.Int32 // partitions finished
+	deadSeq atomic.Uint64 // ids of dead-letter messages
 }
 
 func newComputation(r *Runtime, cs *spec.Computation, f compute.Factory) (*computation, error) {

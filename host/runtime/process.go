@@ -33,7 +33,7 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 		r.log.Error("computation failed a batch; its inputs go to the dead-letter sink",
 			"computation", c.spec.Name, "partition", p.index, "epoch", p.epoch, "cause", cause, "err", gerr)
 		for i := range b.Keys {
-			if err := p.deadLetterKey(&b.Keys[i], stageGuest, gerr); err != nil {
+			if err := p.deadLetterKey(ctx, &b.Keys[i], stageGuest, gerr); err != nil {
 				return err
 			}
 		}
@@ -166,7 +166,7 @@ func (p *partition) apply(ctx context.Context, b *ordering.Batch, req *abi.Reque
 		if rk.Error != "" {
 			r.metrics.guestErrors.WithLabelValues(c.spec.Name, causeKey).Inc()
 			kerr := fmt.Errorf("computation %q (plugin %q) failed key %q: %s", c.spec.Name, c.spec.Plugin, rk.Key, rk.Error)
-			if err := p.deadLetterKey(kb, stageGuest, kerr); err != nil {
+			if err := p.deadLetterKey(ctx, kb, stageGuest, kerr); err != nil {
 				return err
 			}
 			continue
@@ -370,7 +370,8 @@ func (r *Runtime) route(ctx context.Context, from ordering.Sender, m *ordering.M
 	for _, c := range s.readers {
 		key, err := c.key(m)
 		if err != nil {
-			if derr := r.dead.message(stageKey, c.spec.Name, fmt.Errorf("computation %q group_by %v: %w", c.spec.Name, c.spec.GroupBy, err), m); derr != nil {
+			kerr := fmt.Errorf("computation %q group_by %v: %w", c.spec.Name, c.spec.GroupBy, err)
+			if derr := c.deadLetter(ctx, stageKey, fmt.Sprintf("%s <- %s %s", c.spec.Name, m.Stream, m.ID), kerr, m.Payload, m.ID, m.Time); derr != nil {
 				return derr
 			}
 			continue

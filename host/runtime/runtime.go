@@ -160,6 +160,9 @@ func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option)
 		for _, out := range cs.OutputStreams {
 			c.outputs = append(c.outputs, streamOf(out))
 		}
+		if cs.DeadLetter != nil {
+			c.outputs = append(c.outputs, streamOf(cs.DeadLetter.Stream))
+		}
 		byName[cs.Name] = c
 		r.comps = append(r.comps, c)
 	}

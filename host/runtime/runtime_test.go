@@ -356,3 +356,29 @@ func TestTraceShowsCrossStreamPriority(t *testing.T) {
 		require.True(t, sort.SliceIsSorted(rs, func(i, j int) bool { return rs[i].AlignmentTS < rs[j].AlignmentTS }), "stream %s", s)
 	}
 }
+
+func TestDeadLetterStreamCarriesRejectsAsMessages(t *testing.T) {
+	p := mustSpec(t, strings.Replace(mapPipeline, "output_streams: [out]", "output_streams: [out]\n    dead_letter: {stream: rejects}", 1)+
+		"  - {name: rejects-sink, type: stdout, streams: [rejects]}\n")
+	recs := sliceSource{record(0, 1, 1, `{"user":"a"}`), record(0, 2, 2, `{"nouser":1}`)}
+	sink, rejects := &captureSink{}, &captureSink{}
+	var dead bytes.Buffer
+	rt, err := runtime.New(p, map[string]compute.Factory{"ident": compute.Native(identity)},
+		runtime.WithSource("in", recs), runtime.WithSink("sink", sink), runtime.WithSink("rejects-sink", rejects),
+		runtime.WithDeadLetter(&dead))
+	require.NoError(t, err)
+	require.NoError(t, rt.Run(context.Background()))
+	require.Len(t, sink.records, 1)
+	require.Len(t, rejects.records, 1)
+	require.Empty(t, dead.String(), "a computation with a dead-letter stream uses it")
+	r := rejects.records[0]
+	require.Equal(t, []string{"events/p0:1"}, r.Parents)
+	var rej struct {
+		Stage, Origin, Error string
+		Record                 json.RawMessage
+	}
+	require.NoError(t, json.Unmarshal(r.Payload, &rej))
+	require.Equal(t, "key", rej.Stage)
+	require.Contains(t, rej.Error, `payload lacks group_by field "user"`)
+	require.JSONEq(t, `{"nouser":1}`, string(rej.Record))
+}
