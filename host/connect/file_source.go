@@ -1,0 +1,215 @@
+package connect
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/flowhost/flowhost/ordering"
+)
+
+// DefaultMaxLineBytes bounds a record line when the config gives no bound.
+const DefaultMaxLineBytes = 1 << 20
+
+// intake turns record lines into records or rejections; the file and HTTP
+// sources share it.
+type intake struct {
+	stream      string
+	partitioner *Partitioner
+}
+
+func newIntake(stream string, partitions int, partitionBy []string) (intake, error) {
+	if err := ordering.CheckName(stream); err != nil {
+		return intake{}, fmt.Errorf("stream: %w", err)
+	}
+	p, err := NewPartitioner(partitions, partitionBy)
+	if err != nil {
+		return intake{}, err
+	}
+	return intake{stream: stream, partitioner: p}, nil
+}
+
+// parse reads one line whose origin is "name:line". On failure it returns
+// the rejection and the 1-based byte column at fault (0 when the fault is
+// not at a column, e.g. a missing key field).
+func (in *intake) parse(line []byte, origin string) (Record, *Rejection, int) {
+	lr, err := ParseLine(line)
+	if err != nil {
+		var le *LineError
+		errors.As(err, &le) // ParseLine only returns *LineError
+		return Record{}, &Rejection{
+			Origin: origin + ":" + strconv.Itoa(le.Column),
+			Stage:  StageIngest,
+			Err:    le.Err,
+			Record: bytes.Clone(line),
+		}, le.Column
+	}
+	partition, err := in.partitioner.Partition(lr.Payload)
+	if err != nil {
+		return Record{}, &Rejection{Origin: origin, Stage: StageKey, Err: fmt.Errorf("partition_by: %w", err), Record: bytes.Clone(line)}, 0
+	}
+	return Record{
+		Stream: in.stream, Partition: partition,
+		Event: lr.Event, HasEvent: lr.HasEvent,
+		Write: lr.Write, HasWrite: lr.HasWrite,
+		Payload: lr.Payload, Origin: origin,
+	}, nil, 0
+}
+
+// FileSourceConfig configures a [FileSource].
+type FileSourceConfig struct {
+	// Path is the JSON-lines file to replay; it also names records'
+	// origins ("PATH:LINE").
+	Path string
+	// Stream is the source stream; Partitions (at least 1) its partition
+	// count; PartitionBy the fields that choose a partition (none: round
+	// robin).
+	Stream      string
+	Partitions  int
+	PartitionBy []string
+	// MaxLineBytes bounds a line (default [DefaultMaxLineBytes]); a longer
+	// line is refused, and its first MaxLineBytes bytes go to the dead
+	// letter.
+	MaxLineBytes int
+	// Reject receives every refused line. An error from it stops the run.
+	// Nil makes the first bad line stop the run with its error.
+	Reject func(Rejection) error
+	// Progress, if set, is called after every line and at the end.
+	Progress func(FileProgress)
+}
+
+// FileProgress is how far a [FileSource] has got.
+type FileProgress struct {
+	// BytesRead of TotalBytes (the file's size when the run started).
+	BytesRead, TotalBytes int64
+	// Records emitted and lines Rejected so far.
+	Records, Rejected int64
+}
+
+// FileSource replays a file in the record line format (see the package
+// documentation). Blank lines are skipped; "\r\n" line ends are accepted.
+type FileSource struct {
+	cfg    FileSourceConfig
+	intake intake
+}
+
+// NewFileSource checks cfg. The file is opened by Run.
+func NewFileSource(cfg FileSourceConfig) (*FileSource, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("file source: path is empty")
+	}
+	in, err := newIntake(cfg.Stream, cfg.Partitions, cfg.PartitionBy)
+	if err != nil {
+		return nil, fmt.Errorf("file source %s: %w", cfg.Path, err)
+	}
+	if cfg.MaxLineBytes <= 0 {
+		cfg.MaxLineBytes = DefaultMaxLineBytes
+	}
+	cfg.PartitionBy = append([]string(nil), cfg.PartitionBy...)
+	return &FileSource{cfg: cfg, intake: in}, nil
+}
+
+// Run emits the file's records in file order and returns nil at its end.
+func (s *FileSource) Run(ctx context.Context, emit func(Record) error) error {
+	f, err := os.Open(s.cfg.Path)
+	if err != nil {
+		return fmt.Errorf("file source: %w", err)
+	}
+	defer f.Close()
+	var progress FileProgress
+	if fi, err := f.Stat(); err == nil {
+		progress.TotalBytes = fi.Size()
+	}
+	reject := s.cfg.Reject
+	if reject == nil {
+		reject = func(r Rejection) error { return fmt.Errorf("%s: %w", r.Origin, r.Err) }
+	}
+	lines := lineReader{r: bufio.NewReaderSize(f, 64<<10), max: s.cfg.MaxLineBytes}
+	for lineNo := 1; ; lineNo++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		line, n, tooLong, err := lines.next()
+		if err == io.EOF && n == 0 {
+			break
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("file source %s:%d: %w", s.cfg.Path, lineNo, err)
+		}
+		progress.BytesRead += int64(n)
+		origin := s.cfg.Path + ":" + strconv.Itoa(lineNo)
+		var rej *Rejection
+		switch {
+		case tooLong:
+			rej = &Rejection{
+				Origin: origin + ":" + strconv.Itoa(s.cfg.MaxLineBytes+1), Stage: StageIngest,
+				Err:    fmt.Errorf("line is longer than %d bytes (dead letter keeps its start)", s.cfg.MaxLineBytes),
+				Record: bytes.Clone(line),
+			}
+		case len(bytes.TrimSpace(line)) == 0:
+			// Blank lines carry no record.
+		default:
+			var rec Record
+			rec, rej, _ = s.intake.parse(line, origin)
+			if rej == nil {
+				if err := emit(rec); err != nil {
+					return err
+				}
+				progress.Records++
+			}
+		}
+		if rej != nil {
+			if err := reject(*rej); err != nil {
+				return err
+			}
+			progress.Rejected++
+		}
+		if s.cfg.Progress != nil {
+			s.cfg.Progress(progress)
+		}
+	}
+	if s.cfg.Progress != nil {
+		s.cfg.Progress(progress)
+	}
+	return nil
+}
+
+// lineReader splits a stream into lines of bounded length.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+// next returns the next line without its "\n" or "\r\n", the number of
+// bytes it took from the stream, and whether it was cut at max bytes (the
+// rest of it is consumed). At the end of the stream it returns io.EOF,
+// with the last line if that had no terminator.
+func (lr *lineReader) next() (line []byte, n int, tooLong bool, err error) {
+	lr.buf = lr.buf[:0]
+	for {
+		chunk, err := lr.r.ReadSlice('\n')
+		n += len(chunk)
+		if room := lr.max + 2 - len(lr.buf); room > 0 { // +2: the terminator
+			lr.buf = append(lr.buf, chunk[:min(len(chunk), room)]...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		line = lr.buf
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) > lr.max {
+			return line[:lr.max], n, true, nil
+		}
+		if err != nil && err != io.EOF {
+			return nil, n, false, err
+		}
+		return line, n, false, err
+	}
+}

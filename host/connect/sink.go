@@ -1,0 +1,245 @@
+package connect
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/flowhost/flowhost/ordering"
+)
+
+// SinkRecord is one output message as sinks write it, one JSON object per
+// line. Timestamps are nanoseconds since the Unix epoch; write_ts is 0 for
+// messages that are not source records.
+type SinkRecord struct {
+	Stream      string   `json:"stream"`
+	MessageID   string   `json:"message_id"`
+	Parents     []string `json:"parents"`
+	Key         string   `json:"key"`
+	EventTS     int64    `json:"event_ts"`
+	SystemTS    int64    `json:"system_ts"`
+	AlignmentTS int64    `json:"alignment_ts"`
+	WriteTS     int64    `json:"write_ts"`
+	TaskID      uint64   `json:"task_id"`
+	// Payload is the payload itself when it is valid UTF-8 JSON, otherwise a
+	// JSON string of its base64 and PayloadEncoding is "base64".
+	Payload         json.RawMessage `json:"payload"`
+	PayloadEncoding string          `json:"payload_encoding,omitempty"`
+}
+
+// NewSinkRecord converts a message for sinks.
+func NewSinkRecord(m *ordering.Message) SinkRecord {
+	r := SinkRecord{
+		Stream:      m.Stream,
+		MessageID:   m.ID.String(),
+		Parents:     make([]string, len(m.Parents)),
+		Key:         m.Key,
+		EventTS:     m.Time.Event,
+		SystemTS:    m.Time.System,
+		AlignmentTS: m.Time.Alignment,
+		WriteTS:     m.Time.Write,
+		TaskID:      uint64(m.Task),
+	}
+	for i, p := range m.Parents {
+		r.Parents[i] = p.String()
+	}
+	r.Payload, r.PayloadEncoding = encodeBytes(m.Payload, "")
+	return r
+}
+
+// PayloadBytes returns the payload's original bytes.
+func (r *SinkRecord) PayloadBytes() ([]byte, error) {
+	switch r.PayloadEncoding {
+	case "":
+		return r.Payload, nil
+	case "base64":
+		var s string
+		if err := json.Unmarshal(r.Payload, &s); err != nil {
+			return nil, fmt.Errorf("payload: %w", err)
+		}
+		return base64.StdEncoding.DecodeString(s)
+	}
+	return nil, fmt.Errorf("payload_encoding %q is unknown", r.PayloadEncoding)
+}
+
+// appendJSONLine appends r as one line of JSON. The payload is compacted
+// (a JSON payload written over several lines must not break the line
+// format) and HTML characters are left as they are.
+func (r *SinkRecord) appendJSONLine(dst *bytes.Buffer) error {
+	enc := json.NewEncoder(dst)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// Sink receives committed output records.
+//
+// Write is called with the records of a batch in output order, from one
+// goroutine at a time; when it returns nil the sink has taken the batch
+// (what "taken" guarantees is the sink's to say). Close flushes and
+// releases the sink; Write must not be called after it.
+type Sink interface {
+	Write(ctx context.Context, records []SinkRecord) error
+	Close() error
+}
+
+// Format is how a [WriterSink] writes records.
+type Format string
+
+const (
+	// FormatJSON writes one SinkRecord object per line.
+	FormatJSON Format = "json"
+	// FormatText writes one aligned human-readable line per record: stream,
+	// key, event time (RFC 3339, milliseconds, UTC), message_id, payload.
+	FormatText Format = "text"
+)
+
+// WriterSink writes records to an io.Writer, buffered, flushing at the end
+// of every Write. It is what the stdout and file sinks are made of.
+//
+// Durability: when Write returns, the batch has been handed to the
+// writer (for a file: the operating system), not synced to disk; Close
+// syncs a file. A crash may lose or, after a replay, repeat the last
+// batches: at-least-once at best, until sinks take part in the host's
+// commits.
+type WriterSink struct {
+	format Format
+	closer io.Closer
+	sync   func() error
+
+	mu     sync.Mutex
+	w      *bufio.Writer
+	line   bytes.Buffer
+	widths [2]int // text format: widest stream and key so far
+	closed bool
+}
+
+// NewWriterSink writes to w in format ("" means JSON). Close flushes but
+// does not close w.
+func NewWriterSink(w io.Writer, format Format) (*WriterSink, error) {
+	switch format {
+	case "":
+		format = FormatJSON
+	case FormatJSON, FormatText:
+	default:
+		return nil, fmt.Errorf("sink format %q is unknown (want json or text)", format)
+	}
+	return &WriterSink{format: format, w: bufio.NewWriterSize(w, 64<<10)}, nil
+}
+
+// NewStdoutSink writes to the process's standard output.
+func NewStdoutSink(format Format) (*WriterSink, error) { return NewWriterSink(os.Stdout, format) }
+
+// FileSinkConfig configures a file sink.
+type FileSinkConfig struct {
+	Path   string
+	Format Format // "" means JSON lines
+	// Truncate empties an existing file; by default records are appended,
+	// so that no earlier output is ever destroyed.
+	Truncate bool
+}
+
+// OpenFileSink opens (creating) the file and returns a sink writing to it;
+// Close flushes, syncs and closes the file.
+func OpenFileSink(cfg FileSinkConfig) (*WriterSink, error) {
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if cfg.Truncate {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	}
+	f, err := os.OpenFile(cfg.Path, flags, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	s, err := NewWriterSink(f, cfg.Format)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.closer, s.sync = f, f.Sync
+	return s, nil
+}
+
+// Write writes the batch and flushes it to the underlying writer.
+func (s *WriterSink) Write(ctx context.Context, records []SinkRecord) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("sink: write after close")
+	}
+	for i := range records {
+		s.line.Reset()
+		var err error
+		if s.format == FormatText {
+			s.appendTextLine(&records[i])
+		} else {
+			err = records[i].appendJSONLine(&s.line)
+		}
+		if err != nil {
+			return fmt.Errorf("sink: record %s: %w", records[i].MessageID, err)
+		}
+		if _, err := s.w.Write(s.line.Bytes()); err != nil {
+			return fmt.Errorf("sink: %w", err)
+		}
+	}
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	return nil
+}
+
+// textTimeLayout is RFC 3339 with milliseconds.
+const textTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func (s *WriterSink) appendTextLine(r *SinkRecord) {
+	pad := func(text string, col int) {
+		s.widths[col] = max(s.widths[col], utf8.RuneCountInString(text))
+		s.line.WriteString(text)
+		s.line.WriteString(strings.Repeat(" ", s.widths[col]-utf8.RuneCountInString(text)+2))
+	}
+	pad(r.Stream, 0)
+	pad(r.Key, 1)
+	s.line.WriteString(time.Unix(0, r.EventTS).UTC().Format(textTimeLayout))
+	s.line.WriteString("  ")
+	s.line.WriteString(r.MessageID)
+	s.line.WriteString("  ")
+	if r.PayloadEncoding == "" {
+		_ = json.Compact(&s.line, r.Payload)
+	} else {
+		s.line.WriteString(r.PayloadEncoding + ":")
+		s.line.Write(bytes.Trim(r.Payload, `"`))
+	}
+	s.line.WriteByte('\n')
+}
+
+// Close flushes, and for a file syncs and closes it. It is idempotent.
+func (s *WriterSink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	err := s.w.Flush()
+	if s.sync != nil {
+		err = errors.Join(err, s.sync())
+	}
+	if s.closer != nil {
+		err = errors.Join(err, s.closer.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package progress
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestLogMode(t *testing.T) {
+	start := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	clock := start
+	var out bytes.Buffer
+	ticks := make(chan time.Time)
+	reported := make(chan struct{})
+	r := New(&out, false, WithTicks(ticks), WithClock(func() time.Time { return clock }))
+	r.reported = func() { reported <- struct{}{} }
+
+	records := r.Counter("records", 1000)
+	bytesRead := r.Counter("bytes", 0)
+	tick := func(at time.Time) {
+		ticks <- at
+		<-reported
+	}
+
+	records.Add(150)
+	bytesRead.Add(4096)
+	tick(start.Add(10 * time.Second))
+	records.Add(50)
+	tick(start.Add(15 * time.Second))
+	records.Add(800)
+	clock = start.Add(20 * time.Second)
+	r.Close()
+	r.Close() // idempotent
+
+	want := []string{
+		`time=2024-05-01T12:00:10.000Z level=INFO msg=progress name=records count=150 total=1000 percent=15 rate_per_s=15`,
+		`time=2024-05-01T12:00:10.000Z level=INFO msg=progress name=bytes count=4096 rate_per_s=409.6`,
+		`time=2024-05-01T12:00:15.000Z level=INFO msg=progress name=records count=200 total=1000 percent=20 rate_per_s=10`,
+		`time=2024-05-01T12:00:15.000Z level=INFO msg=progress name=bytes count=4096 rate_per_s=0`,
+		`time=2024-05-01T12:00:20.000Z level=INFO msg="progress done" name=records count=1000 total=1000 percent=100 rate_per_s=160 average_per_s=50`,
+		`time=2024-05-01T12:00:20.000Z level=INFO msg="progress done" name=bytes count=4096 rate_per_s=0 average_per_s=204.8`,
+	}
+	require.Equal(t, want, strings.Split(strings.TrimSpace(out.String()), "\n"))
+
+	// Counting goes on after Close, without output.
+	records.Add(1)
+	require.Equal(t, int64(1001), records.Count())
+	late := r.Counter("late", 5)
+	late.Add(2)
+	require.Equal(t, int64(2), late.Count())
+	require.Len(t, strings.Split(strings.TrimSpace(out.String()), "\n"), len(want))
+}
+
+func TestLogModeSetTotal(t *testing.T) {
+	clock := time.Unix(0, 0).UTC()
+	var out bytes.Buffer
+	r := New(&out, false, WithTicks(make(chan time.Time)), WithClock(func() time.Time { return clock }))
+	c := r.Counter("files", 0)
+	c.Add(5)
+	c.Set(3)
+	c.SetTotal(12)
+	clock = clock.Add(4 * time.Second)
+	r.Close()
+	require.Equal(t, `time=1970-01-01T00:00:04.000Z level=INFO msg="progress done" name=files count=3 total=12 percent=25 rate_per_s=0.8 average_per_s=0.8`+"\n", out.String())
+}
+
+func TestTerminalMode(t *testing.T) {
+	var out syncBuffer
+	r := New(&out, true)
+	known := r.Counter("replay", 10)
+	unknown := r.Counter("generated", 0)
+	short := r.Counter("aborted", 100)
+	known.Add(10)
+	unknown.Add(7)
+	short.Add(3)
+	r.Close() // must not hang on bars of unknown or unreached totals
+	text := out.String()
+	for _, want := range []string{"replay", "10 / 10", "generated", "aborted", "3 / 100"} {
+		require.Contains(t, text, want)
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func Example() {
+	ticks := make(chan time.Time)
+	at := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := New(exampleOut{}, false, WithTicks(ticks), WithClock(func() time.Time { return at }))
+	c := r.Counter("records", 200)
+	c.Add(50)
+	at = at.Add(5 * time.Second)
+	r.Close()
+	// Output:
+	// time=2024-01-01T00:00:05.000Z level=INFO msg="progress done" name=records count=50 total=200 percent=25 rate_per_s=10 average_per_s=10
+}
+
+type exampleOut struct{}
+
+func (exampleOut) Write(p []byte) (int, error) { fmt.Print(string(p)); return len(p), nil }
