@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,7 +24,9 @@ import (
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/compute"
+	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/engine"
+	"github.com/flowhost/flowhost/host/progress"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/plugins"
@@ -89,6 +92,11 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		defer f.Close()
 		opts = append(opts, runtime.WithTrace(f))
 	}
+	if hasFileSource(pipe) {
+		rep := progress.New(os.Stderr, progress.IsTerminal(os.Stderr))
+		defer rep.Close()
+		opts = append(opts, runtime.WithProgress(fileProgress(rep)))
+	}
 	opts = append(opts, cfg.Options...)
 	rt, err := runtime.New(pipe, loaded.Factories, opts...)
 	if err != nil {
@@ -106,6 +114,31 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	err = rt.Run(ctx)
 	log.Info("pipeline stopped", "pipeline", pipe.Name, "elapsed", time.Since(start).Round(time.Millisecond), "err", err)
 	return err
+}
+
+func hasFileSource(p *spec.Pipeline) bool {
+	for _, s := range p.Sources {
+		if s.Type == spec.SourceFile {
+			return true
+		}
+	}
+	return false
+}
+
+// fileProgress shows, per file source, the bytes read of the file's size.
+func fileProgress(rep *progress.Reporter) func(string, connect.FileProgress) {
+	var mu sync.Mutex
+	counters := map[string]*progress.Counter{}
+	return func(source string, fp connect.FileProgress) {
+		mu.Lock()
+		c, ok := counters[source]
+		if !ok {
+			c = rep.Counter(source+" (bytes)", fp.TotalBytes)
+			counters[source] = c
+		}
+		mu.Unlock()
+		c.Set(fp.BytesRead)
+	}
 }
 
 // Loaded holds the compiled plugins of a pipeline.
