@@ -120,6 +120,11 @@ type partition struct {
 	outWM     atomic.Int64
 	outSysWM  atomic.Int64
 	finished  bool
+	// waitingSince is when the oldest message not yet cut arrived (0:
+	// none); lingerTimer wakes the worker when it has waited lingerNanos.
+	waitingSince int64
+	lingerNanos  int64
+	lingerTimer  *time.Timer
 	tracebuf  []TraceRecord
 	mapCounts map[mapSlot]uint64
 }
@@ -188,6 +193,9 @@ func (p *partition) start(ctx context.Context) error {
 		p.timerEvts.Add(t.Event)
 	}
 	p.clock = ordering.NewSystemClock(r.opts.now, 0)
+	p.lingerNanos = int64(c.spec.Batch.MaxDuration)
+	p.lingerTimer = time.AfterFunc(time.Hour, p.wake)
+	p.lingerTimer.Stop()
 	p.prio = map[*ordering.Message]ordering.Priority{}
 	p.mapCounts = map[mapSlot]uint64{}
 	return p.instantiate(ctx)
@@ -309,19 +317,33 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 			p.merge.Push(idx, m)
 			return true
 		})
-		now := p.comp.rt.opts.now()
-		for p.merge.Len() > 0 && !p.batcher.Ready(now) {
-			m, prio := p.merge.Pop()
-			p.prio[m] = prio
-			p.batcher.Add(m, now)
-		}
 		p.cond.Broadcast() // room in the inbox for blocked senders
+		now := p.comp.rt.opts.now()
+		if p.merge.Len() == 0 {
+			p.waitingSince = 0
+		} else if p.waitingSince == 0 {
+			p.waitingSince = now
+		}
 		inEvent, inSystem, inputsDone := p.inputWatermarks()
 		twm := p.timerWatermark(inEvent)
 		minTrigger, hasTimers := p.timers.MinTrigger()
 		timersDue := hasTimers && minTrigger <= twm
 		p.publishWatermarks()
-		if p.batcher.Len() > 0 || timersDue {
+		pending := p.merge.Len() + p.batcher.Len()
+		if timersDue || (pending > 0 && (inputsDone || p.batchDue(now))) {
+			// Messages stay in the merge until the cut, so that the
+			// cross-stream order covers everything that arrived meanwhile.
+			for p.merge.Len() > 0 {
+				m, prio := p.merge.Pop()
+				p.prio[m] = prio
+				if p.batcher.Add(m, now) {
+					break
+				}
+			}
+			p.waitingSince = 0
+			if p.merge.Len() > 0 {
+				p.waitingSince = now
+			}
 			due := p.timers.PopDue(twm)
 			b := p.batcher.Cut(due)
 			return &b, abi.Watermarks{Event: twm, System: inSystem}, nil
@@ -341,11 +363,25 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 			}
 			return nil, abi.Watermarks{}, nil
 		}
+		if pending > 0 {
+			// Wake when the oldest waiting message has waited long enough.
+			p.lingerTimer.Reset(time.Duration(p.waitingSince + p.lingerNanos - now))
+		}
 		p.woken = false
 		for !p.woken && ctx.Err() == nil {
 			p.cond.Wait()
 		}
 	}
+}
+
+// batchDue reports whether the waiting input fills a batch or has waited
+// its linger (batch.max_duration). Called with p.mu held.
+func (p *partition) batchDue(now int64) bool {
+	lim := p.batcher.Limits()
+	return p.merge.Len()+p.batcher.Len() >= lim.MaxRows ||
+		p.merge.Bytes()+p.batcher.Bytes() >= lim.MaxBytes ||
+		p.batcher.Len() > 0 ||
+		now-p.waitingSince >= p.lingerNanos
 }
 
 // publishWatermarks computes the partition's output watermarks, the input

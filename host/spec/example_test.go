@@ -31,7 +31,7 @@ sinks:
 	w, _ := p.Writer("totals")
 	fmt.Println(w, "->", p.Readers("totals"))
 	// Output:
-	// transform 1 500 10485760 1s 67108864
+	// transform 1 500 10485760 10ms 67108864
 	// computation "totals" -> [sink "out"]
 }
 

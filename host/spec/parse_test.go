@@ -92,7 +92,7 @@ computations:
 	require.Equal(t, 1, c.Partitions)
 	require.Equal(t, TimeEvent, c.InputOrdering.TimeType)
 	require.Equal(t, OrderingStrict, c.DistributionOrdering)
-	require.Equal(t, Batch{MaxRows: 1000, MaxBytes: 10 << 20, MaxDuration: time.Second}, c.Batch)
+	require.Equal(t, Batch{MaxRows: 1000, MaxBytes: 10 << 20, MaxDuration: 10 * time.Millisecond}, c.Batch)
 	require.Equal(t, int64(64<<20), c.BufferBytes)
 	require.Equal(t, &WatermarkStrategy{OutOfOrdernessBound: time.Minute}, c.WatermarkStrategy)
 	require.Nil(t, c.DeadLetter)

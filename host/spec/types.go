@@ -12,8 +12,13 @@ const (
 	// DefaultBatchMaxBytes bounds the payload bytes handed to a guest in one
 	// call: Flow's "10 MB", which YTsaurus code counts in binary units.
 	DefaultBatchMaxBytes int64 = 10 << 20
-	// DefaultBatchMaxDuration bounds how long a batch may wait to fill up.
-	DefaultBatchMaxDuration = time.Second
+	// DefaultBatchMaxDuration bounds how long the oldest message of a batch
+	// waits for the batch to fill up (a linger). Flow's default is 1s, sized
+	// for a cluster whose latency is seconds anyway; flowhost runs on one
+	// machine and aims at tens of milliseconds end to end, so it lingers
+	// 10ms: enough for batches to fill under load, little added latency
+	// when the input trickles.
+	DefaultBatchMaxDuration = 10 * time.Millisecond
 	// DefaultBufferBytes bounds the input buffer of one computation partition;
 	// a full buffer holds back the senders (backpressure).
 	DefaultBufferBytes int64 = 64 << 20
