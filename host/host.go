@@ -218,8 +218,11 @@ func compilePlugin(ctx context.Context, p *plugins.Plugin, cacheDir string, log 
 	if err := engine.CheckABI(p.Manifest.Name, info, caps); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", p.WasmPath, err)
 	}
-	cfg := engine.NewConfig().WithCompilationCacheDir(cacheDir).WithLogger(log).WithCapabilities(caps)
 	lim := p.Manifest.Limits
+	// Only a plugin with a batch timeout needs interruptible guests, and
+	// they cost up to 6x on loop-heavy code (engine.Config.WithInterruptible).
+	cfg := engine.NewConfig().WithCompilationCacheDir(cacheDir).WithLogger(log).WithCapabilities(caps).
+		WithInterruptible(lim.BatchTimeout > 0)
 	if lim.MemoryPages > 0 {
 		cfg = cfg.WithMemoryLimitPages(lim.MemoryPages)
 	}

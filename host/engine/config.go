@@ -25,6 +25,7 @@ type Config struct {
 	maxResponseBytes uint32
 	logger           *slog.Logger
 	caps             Capabilities
+	uninterruptible  bool
 }
 
 // NewConfig returns the default configuration, the same as Config{}.
@@ -70,6 +71,22 @@ func (c Config) WithCapabilities(caps Capabilities) Config {
 	c.caps = caps
 	return c
 }
+
+// WithInterruptible returns a copy whose guests stop when the context of
+// a call is done (true, the default) or run to completion (false).
+//
+// Stopping a guest that never calls out needs wazero's close-on-done mode,
+// which checks for cancellation on every loop back-edge and function entry
+// of the guest: measured at about 6x on loop-heavy guest code (echo of
+// 100 KB: 0.69 ms against 4.4 ms per call). A host that sets no deadline
+// on a plugin's calls gains nothing from it and may turn it off.
+func (c Config) WithInterruptible(on bool) Config {
+	c.uninterruptible = !on
+	return c
+}
+
+// Interruptible reports whether guests stop when a call's context is done.
+func (c Config) Interruptible() bool { return !c.uninterruptible }
 
 // Capabilities returns the capabilities the configuration grants.
 func (c Config) Capabilities() Capabilities { return c.caps }

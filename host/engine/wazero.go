@@ -35,7 +35,7 @@ func NewWazero(ctx context.Context, cfg Config) (Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	rc := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true)
+	rc := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(cfg.Interruptible())
 	if cfg.memoryLimitPages != 0 {
 		rc = rc.WithMemoryLimitPages(cfg.memoryLimitPages)
 	}

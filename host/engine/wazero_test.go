@@ -537,3 +537,14 @@ func joinAttr(s string, a slog.Attr) string {
 	}
 	return s + a.String()
 }
+
+func TestUninterruptibleEngineRunsGuests(t *testing.T) {
+	require.True(t, engine.NewConfig().Interruptible(), "interruptible is the default")
+	cfg := testConfig().WithInterruptible(false)
+	require.False(t, cfg.Interruptible())
+	inst := instantiate(t, compile(t, newEngine(t, cfg), "echo"))
+	req := []byte("uninterruptible")
+	resp, err := inst.Process(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, echoed(req), resp)
+}
