@@ -25,7 +25,7 @@ type computation struct {
 	inputs  []*stream
 	outputs []*stream
 	parts   []*partition
-	done    atomic.Int32 // partitions finished
+	done    atomic.Int32  // partitions finished
 	deadSeq atomic.Uint64 // ids of dead-letter messages
 }
 
@@ -125,8 +125,8 @@ type partition struct {
 	waitingSince int64
 	lingerNanos  int64
 	lingerTimer  *time.Timer
-	tracebuf  []TraceRecord
-	mapCounts map[mapSlot]uint64
+	tracebuf     []TraceRecord
+	mapCounts    map[mapSlot]uint64
 }
 
 type mapSlot struct {

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -392,5 +391,3 @@ func (r *Runtime) route(ctx context.Context, from ordering.Sender, m *ordering.M
 	}
 	return nil
 }
-
-var errStopped = errors.New("runtime stopped")

@@ -303,18 +303,19 @@ type options struct {
 	baseDir    string
 	stdout     io.Writer
 	progress   func(source string, p connect.FileProgress)
+	sourceCap  int64
 }
 
 func defaultOptions() options {
 	reg := prometheus.NewRegistry()
 	return options{
-		logger:   slog.Default(),
-		registry: reg,
-		gatherer: reg,
-		now:      func() int64 { return time.Now().UnixNano() },
-		workers:  defaultWorkers(),
-		state:    NewMemoryStore(),
-		stdout:   nil,
+		logger:    slog.Default(),
+		registry:  reg,
+		gatherer:  reg,
+		now:       func() int64 { return time.Now().UnixNano() },
+		workers:   defaultWorkers(),
+		state:     NewMemoryStore(),
+		sourceCap: DefaultSourceQueueBytes,
 	}
 }
 
@@ -370,6 +371,10 @@ func WithSource(name string, s Source) Option {
 func WithProgress(fn func(source string, p connect.FileProgress)) Option {
 	return func(o *options) { o.progress = fn }
 }
+
+// WithSourceQueueBytes bounds the bytes a source may accept ahead of its
+// readers (default DefaultSourceQueueBytes); past it the connector blocks.
+func WithSourceQueueBytes(n int64) Option { return func(o *options) { o.sourceCap = max(1, n) } }
 
 // WithStdout sets where stdout sinks write; the default is os.Stdout.
 func WithStdout(w io.Writer) Option { return func(o *options) { o.stdout = w } }

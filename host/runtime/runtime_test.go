@@ -375,7 +375,7 @@ func TestDeadLetterStreamCarriesRejectsAsMessages(t *testing.T) {
 	require.Equal(t, []string{"events/p0:1"}, r.Parents)
 	var rej struct {
 		Stage, Origin, Error string
-		Record                 json.RawMessage
+		Record               json.RawMessage
 	}
 	require.NoError(t, json.Unmarshal(r.Payload, &rej))
 	require.Equal(t, "key", rej.Stage)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/spec"
@@ -44,9 +43,10 @@ type sourcePartition struct {
 	offset uint64
 }
 
-// sourceQueueBytes bounds what a source may accept ahead of its readers;
-// past it the connector blocks (the HTTP source then holds its answer).
-const sourceQueueBytes = 64 << 20
+// DefaultSourceQueueBytes bounds what a source may accept ahead of its
+// readers; past it the connector blocks (the HTTP source then holds its
+// answer until there is room).
+const DefaultSourceQueueBytes = 64 << 20
 
 func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, error) {
 	conn, ok := r.opts.sources[ss.Name]
@@ -72,7 +72,7 @@ func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, er
 		stream:   s,
 		conn:     conn,
 		parts:    make([]sourcePartition, ss.Partitions),
-		capBytes: sourceQueueBytes,
+		capBytes: r.opts.sourceCap,
 		pm:       ordering.NewPartitionMerge(ss.Partitions),
 		eventWM:  ewm,
 		systemWM: ordering.NewSourceSystemWatermark(ss.Partitions),
@@ -202,6 +202,3 @@ func (src *sourceStream) read(work context.Context) error {
 		r.metrics.systemWM.WithLabelValues(src.stream.name).Set(nsToSeconds(sys))
 	}
 }
-
-// sinceNanos is used by progress and metrics that speak time.Duration.
-func sinceNanos(start int64, now int64) time.Duration { return time.Duration(now - start) }
