@@ -33,7 +33,7 @@ func ExampleMessageID() {
 	// orders/p9:0
 	// orders/p10:0
 	// true <nil>
-	// invalid message_id "orders/p03:42": segment 0 at byte 0: partition "03": leading zero
+	// invalid message_id "orders/p03:42": segment 0, byte 8: partition "03": leading zero
 }
 
 func ExampleSourceClock() {

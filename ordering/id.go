@@ -48,7 +48,10 @@ type MessageID struct {
 }
 
 // SourceID returns the id of the record at offset in a source stream's
-// partition.
+// partition. stream must pass [CheckName] and partition be >= 0 (or
+// NoPartition); the constructors do not check, because their arguments come
+// from a validated pipeline and they sit on the per-message path. An id
+// built from other values does not survive the text form.
 func SourceID(stream string, partition int32, offset uint64) MessageID {
 	return MessageID{segs: []Segment{{Name: stream, Partition: partition, Seq: offset}}}
 }
@@ -143,8 +146,8 @@ var ErrMessageID = errors.New("invalid message_id")
 
 // ParseMessageID reads the canonical text form written by
 // [MessageID.String]. It accepts exactly that form: no leading zeros, no
-// sign, no spaces. The empty string is the zero id. Errors say at which byte
-// and why.
+// sign, no spaces. The empty string is the zero id. Errors give the byte
+// offset, counted from the start of s, where the text goes wrong.
 func ParseMessageID(s string) (MessageID, error) {
 	if s == "" {
 		return MessageID{}, nil
@@ -152,9 +155,9 @@ func ParseMessageID(s string) (MessageID, error) {
 	var segs []Segment
 	pos := 0
 	for part := range strings.SplitSeq(s, ">") {
-		seg, err := parseSegment(part)
+		seg, at, err := parseSegment(part)
 		if err != nil {
-			return MessageID{}, fmt.Errorf("%w %q: segment %d at byte %d: %v", ErrMessageID, s, len(segs), pos, err)
+			return MessageID{}, fmt.Errorf("%w %q: segment %d, byte %d: %v", ErrMessageID, s, len(segs), pos+at, err)
 		}
 		segs = append(segs, seg)
 		pos += len(part) + 1
@@ -162,57 +165,74 @@ func ParseMessageID(s string) (MessageID, error) {
 	return MessageID{segs: segs}, nil
 }
 
-func parseSegment(s string) (Segment, error) {
+// parseSegment reads one NAME[/pPART]:SEQ segment; on error it also
+// returns the offset within s of the offending byte.
+func parseSegment(s string) (Segment, int, error) {
 	colon := strings.LastIndexByte(s, ':')
 	if colon < 0 {
-		return Segment{}, errors.New("missing ':SEQ'")
+		return Segment{}, len(s), errors.New("missing ':SEQ'")
 	}
 	head, seqText := s[:colon], s[colon+1:]
-	seq, err := parseCanonicalUint(seqText, 64)
+	seq, at, err := parseCanonicalUint(seqText, 64)
 	if err != nil {
-		return Segment{}, fmt.Errorf("sequence %q: %v", seqText, err)
+		return Segment{}, colon + 1 + at, fmt.Errorf("sequence %q: %v", seqText, err)
 	}
 	seg := Segment{Name: head, Partition: NoPartition, Seq: seq}
 	if slash := strings.LastIndex(head, "/p"); slash >= 0 {
-		p, err := parseCanonicalUint(head[slash+2:], 31)
+		p, at, err := parseCanonicalUint(head[slash+2:], 31)
 		if err != nil {
-			return Segment{}, fmt.Errorf("partition %q: %v", head[slash+2:], err)
+			return Segment{}, slash + 2 + at, fmt.Errorf("partition %q: %v", head[slash+2:], err)
 		}
 		seg.Name, seg.Partition = head[:slash], int32(p)
 	}
-	if err := CheckName(seg.Name); err != nil {
-		return Segment{}, err
+	if at, err := checkName(seg.Name); err != nil {
+		return Segment{}, at, err
 	}
-	return seg, nil
+	return seg, 0, nil
 }
 
-func parseCanonicalUint(s string, bits int) (uint64, error) {
+// parseCanonicalUint reads a decimal without sign or leading zeros; on
+// error it returns the offset of the offending byte.
+func parseCanonicalUint(s string, bits int) (uint64, int, error) {
 	if s == "" {
-		return 0, errors.New("empty number")
+		return 0, 0, errors.New("empty number")
 	}
 	if len(s) > 1 && s[0] == '0' {
-		return 0, errors.New("leading zero")
+		return 0, 0, errors.New("leading zero")
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, fmt.Errorf("byte %d is not a digit", i)
+			return 0, i, fmt.Errorf("%q is not a digit", s[i])
 		}
 	}
-	return strconv.ParseUint(s, 10, bits)
+	v, err := strconv.ParseUint(s, 10, bits)
+	if err != nil {
+		return 0, 0, fmt.Errorf("out of range for %d bits", bits)
+	}
+	return v, 0, nil
 }
 
 // CheckName reports whether name can be a stream or computation name: one or
 // more letters, digits, '_', '-' or '.'. Only such names keep the text form
 // of a [MessageID] unambiguous.
 func CheckName(name string) error {
+	_, err := checkName(name)
+	return err
+}
+
+func checkName(name string) (int, error) {
 	if name == "" {
-		return errors.New("empty name")
+		return 0, errors.New("empty name")
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return fmt.Errorf("name %q: byte %d (%q) is not a letter, digit, '_', '-' or '.'", name, i, c)
+			what := fmt.Sprintf("%q", c)
+			if c >= 0x80 {
+				what = fmt.Sprintf("byte 0x%02x", c)
+			}
+			return i, fmt.Errorf("name %q: %s is not a letter, digit, '_', '-' or '.'", name, what)
 		}
 	}
-	return nil
+	return 0, nil
 }

@@ -123,15 +123,15 @@ func TestParseMessageIDErrors(t *testing.T) {
 		// position in the input and the reason.
 		want []string
 	}{
-		{"orders/p03:1", []string{"segment 0 at byte 0", "partition", "leading zero"}},
-		{"orders/p3:01", []string{"segment 0 at byte 0", "sequence", "leading zero"}},
-		{"orders/p3", []string{"segment 0 at byte 0", "missing ':SEQ'"}},
-		{"orders/p3:", []string{"segment 0 at byte 0", "sequence", "empty number"}},
-		{"orders/p3:1>enriched", []string{"segment 1 at byte 12", "missing ':SEQ'"}},
-		{"orders/p3:1>enr ched:0", []string{"segment 1 at byte 12", `byte 3 (' ')`}},
-		{"ord#rs/p3:1", []string{"segment 0 at byte 0", `byte 3 ('#')`}},
-		{"orders/p2147483648:1", []string{"segment 0 at byte 0", "partition", "out of range"}},
-		{"orders/p3:18446744073709551616", []string{"segment 0 at byte 0", "sequence", "out of range"}},
+		{"orders/p03:1", []string{"segment 0, byte 8:", "partition", "leading zero"}},
+		{"orders/p3:01", []string{"segment 0, byte 10:", "sequence", "leading zero"}},
+		{"orders/p3", []string{"segment 0, byte 9:", "missing ':SEQ'"}},
+		{"orders/p3:", []string{"segment 0, byte 10:", "sequence", "empty number"}},
+		{"orders/p3:1>enriched", []string{"segment 1, byte 20:", "missing ':SEQ'"}},
+		{"orders/p3:1>enr ched:0", []string{"segment 1, byte 15:", `' ' is not a letter`}},
+		{"ord#rs/p3:1", []string{"segment 0, byte 3:", `'#' is not a letter`}},
+		{"orders/p2147483648:1", []string{"segment 0, byte 8:", "partition", "out of range"}},
+		{"orders/p3:18446744073709551616", []string{"segment 0, byte 10:", "sequence", "out of range"}},
 		{"orders/p-1:1", []string{"partition", "byte 0 is not a digit"}},
 		{"orders/p3:+1", []string{"sequence", "byte 0 is not a digit"}},
 		{"orders/p:1", []string{"partition", "empty number"}},
@@ -321,7 +321,7 @@ func FuzzParseMessageID(f *testing.F) {
 			if !errors.Is(err, ErrMessageID) {
 				t.Fatalf("error does not wrap ErrMessageID: %v", err)
 			}
-			if !strings.Contains(err.Error(), " at byte ") {
+			if !strings.Contains(err.Error(), ", byte ") {
 				t.Fatalf("error names no byte position: %v", err)
 			}
 			return
