@@ -132,13 +132,13 @@ func TestParseMessageIDErrors(t *testing.T) {
 		{"ord#rs/p3:1", []string{"segment 0, byte 3:", `'#' is not a letter`}},
 		{"orders/p2147483648:1", []string{"segment 0, byte 8:", "partition", "out of range"}},
 		{"orders/p3:18446744073709551616", []string{"segment 0, byte 10:", "sequence", "out of range"}},
-		{"orders/p-1:1", []string{"partition", "byte 0 is not a digit"}},
-		{"orders/p3:+1", []string{"sequence", "byte 0 is not a digit"}},
+		{"orders/p-1:1", []string{"segment 0, byte 8:", "partition", "'-' is not a digit"}},
+		{"orders/p3:+1", []string{"segment 0, byte 10:", "sequence", "'+' is not a digit"}},
 		{"orders/p:1", []string{"partition", "empty number"}},
 		{"/p3:1", []string{"empty name"}},
-		{"a:1>>b:2", []string{"segment 1 at byte 4", "missing ':SEQ'"}},
-		{"a:1>", []string{"segment 1 at byte 4", "missing ':SEQ'"}},
-		{"a/p1/p2:3", []string{"segment 0 at byte 0", `'/'`}},
+		{"a:1>>b:2", []string{"segment 1, byte 4:", "missing ':SEQ'"}},
+		{"a:1>", []string{"segment 1, byte 4:", "missing ':SEQ'"}},
+		{"a/p1/p2:3", []string{"segment 0, byte 1:", `'/' is not a letter`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
