@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/keys"
@@ -27,6 +29,9 @@ type computation struct {
 	parts   []*partition
 	done    atomic.Int32  // partitions finished
 	deadSeq atomic.Uint64 // ids of dead-letter messages
+	// Metric series, resolved once: per input and output stream name.
+	mIn, mOut              map[string]prometheus.Counter
+	mBatchRows, mBatchTime prometheus.Observer
 }
 
 func newComputation(r *Runtime, cs *spec.Computation, f compute.Factory) (*computation, error) {
@@ -41,6 +46,16 @@ func newComputation(r *Runtime, cs *spec.Computation, f compute.Factory) (*compu
 	for i := 0; i < cs.Partitions; i++ {
 		c.parts = append(c.parts, &partition{comp: c, index: i})
 	}
+	m := r.metrics
+	c.mIn, c.mOut = map[string]prometheus.Counter{}, map[string]prometheus.Counter{}
+	for _, s := range cs.InputStreams {
+		c.mIn[s] = m.messagesIn.WithLabelValues(cs.Name, s)
+	}
+	for _, s := range cs.OutputStreams {
+		c.mOut[s] = m.messagesOut.WithLabelValues(cs.Name, s)
+	}
+	c.mBatchRows = m.batchRows.WithLabelValues(cs.Name)
+	c.mBatchTime = m.batchSeconds.WithLabelValues(cs.Name)
 	return c, nil
 }
 
@@ -410,12 +425,11 @@ func (p *partition) publishWatermarks() {
 		allEv = min(allEv, q.outWM.Load())
 		allSys = min(allSys, q.outSysWM.Load())
 	}
-	m := c.rt.metrics
 	for _, s := range c.outputs {
 		// Waking readers takes their locks while we hold ours: safe,
 		// because locks are only ever taken downstream along the DAG.
 		s.raise(allEv, allSys)
-		m.eventWM.WithLabelValues(s.name).Set(nsToSeconds(allEv))
-		m.systemWM.WithLabelValues(s.name).Set(nsToSeconds(allSys))
+		s.mEventWM.Set(nsToSeconds(allEv))
+		s.mSystemWM.Set(nsToSeconds(allSys))
 	}
 }

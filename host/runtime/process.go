@@ -50,9 +50,8 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 		}
 	}
 	p.release(b)
-	m := r.metrics
-	m.batchRows.WithLabelValues(c.spec.Name).Observe(float64(batchInputs(b)))
-	m.batchSeconds.WithLabelValues(c.spec.Name).Observe(time.Since(started).Seconds())
+	c.mBatchRows.Observe(float64(batchInputs(b)))
+	c.mBatchTime.Observe(time.Since(started).Seconds())
 	return nil
 }
 
@@ -212,7 +211,9 @@ func (p *partition) apply(ctx context.Context, b *ordering.Batch, req *abi.Reque
 		return fmt.Errorf("computation %q partition %d: committing epoch %d: %w", c.spec.Name, p.index, p.epoch, err)
 	}
 	for _, m := range outs {
-		r.metrics.messagesOut.WithLabelValues(c.spec.Name, m.Stream).Inc()
+		if ctr := c.mOut[m.Stream]; ctr != nil { // nil for the dead-letter stream
+			ctr.Inc()
+		}
 		if err := r.route(ctx, p.self, m); err != nil {
 			return err
 		}
@@ -292,7 +293,7 @@ func (p *partition) deleteFired(b *ordering.Batch) error {
 // release takes a processed batch's inputs out of flight and republishes
 // the watermarks they held back.
 func (p *partition) release(b *ordering.Batch) {
-	m := p.comp.rt.metrics
+	c := p.comp
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := range b.Keys {
@@ -303,9 +304,11 @@ func (p *partition) release(b *ordering.Batch) {
 		for _, msg := range kb.Messages {
 			p.events.Remove(msg.Time.Event)
 			p.systems.Remove(msg.Time.System)
-			m.messagesIn.WithLabelValues(p.comp.spec.Name, msg.Stream).Inc()
-			m.bufferedMsgs.WithLabelValues(msg.Stream).Dec()
-			m.bufferedBytes.WithLabelValues(msg.Stream).Sub(float64(msg.Size()))
+			c.mIn[msg.Stream].Inc()
+			s := c.inputs[p.prio[msg].Stream]
+			s.mBuffered.Dec()
+			s.mBufferedBytes.Sub(float64(msg.Size()))
+			s.mBias.Set(nsToSeconds(p.prio[msg].Bias))
 			delete(p.prio, msg)
 		}
 	}
@@ -334,7 +337,6 @@ func (p *partition) traceBatch(b *ordering.Batch) {
 				EventTS: m.Time.Event, SystemTS: m.Time.System, AlignmentTS: m.Time.Alignment, WriteTS: m.Time.Write,
 				Bias: pr.Bias, Delay: pr.Delay, PriorityTS: pr.Timestamp, TaskID: uint64(m.Task),
 			})
-			c.rt.metrics.bias.WithLabelValues(m.Stream).Set(nsToSeconds(pr.Bias))
 		}
 	}
 	p.tracebuf = recs
@@ -381,8 +383,8 @@ func (r *Runtime) route(ctx context.Context, from ordering.Sender, m *ordering.M
 		if err := part.send(ctx, from, &cp); err != nil {
 			return err
 		}
-		r.metrics.bufferedMsgs.WithLabelValues(m.Stream).Inc()
-		r.metrics.bufferedBytes.WithLabelValues(m.Stream).Add(float64(cp.Size()))
+		s.mBuffered.Inc()
+		s.mBufferedBytes.Add(float64(cp.Size()))
 	}
 	for _, sk := range s.sinks {
 		if err := sk.send(ctx, m); err != nil {

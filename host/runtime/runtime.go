@@ -58,16 +58,25 @@ type Runtime struct {
 // stream is a pipeline stream: one writer, any number of reading
 // computations and sinks, and the watermarks its writer publishes.
 type stream struct {
-	name     string
-	readers  []*computation
-	sinks    []*sinkRunner
-	eventWM  atomic.Int64
-	systemWM atomic.Int64
-	finished atomic.Bool
+	name string
+	// Metric series of the stream, resolved once.
+	mBuffered, mBufferedBytes, mBias, mEventWM, mSystemWM prometheus.Gauge
+	readers                                               []*computation
+	sinks                                                 []*sinkRunner
+	eventWM                                               atomic.Int64
+	systemWM                                              atomic.Int64
+	finished                                              atomic.Bool
 }
 
-func newStream(name string) *stream {
-	s := &stream{name: name}
+func newStream(name string, m *metrics) *stream {
+	s := &stream{
+		name:           name,
+		mBuffered:      m.bufferedMsgs.WithLabelValues(name),
+		mBufferedBytes: m.bufferedBytes.WithLabelValues(name),
+		mBias:          m.bias.WithLabelValues(name),
+		mEventWM:       m.eventWM.WithLabelValues(name),
+		mSystemWM:      m.systemWM.WithLabelValues(name),
+	}
 	s.eventWM.Store(ordering.NoWatermark)
 	s.systemWM.Store(ordering.NoWatermark)
 	return s
@@ -141,7 +150,7 @@ func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option)
 	streamOf := func(name string) *stream {
 		s, ok := r.streams[name]
 		if !ok {
-			s = newStream(name)
+			s = newStream(name, r.metrics)
 			r.streams[name] = s
 		}
 		return s

@@ -198,7 +198,7 @@ func (src *sourceStream) read(work context.Context) error {
 		sys := src.systemWM.Watermark()
 		src.mu.Unlock()
 		src.stream.raise(ev, sys)
-		r.metrics.eventWM.WithLabelValues(src.stream.name).Set(nsToSeconds(ev))
-		r.metrics.systemWM.WithLabelValues(src.stream.name).Set(nsToSeconds(sys))
+		src.stream.mEventWM.Set(nsToSeconds(ev))
+		src.stream.mSystemWM.Set(nsToSeconds(sys))
 	}
 }
