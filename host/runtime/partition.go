@@ -84,6 +84,12 @@ func (c *computation) wakeAll() {
 	}
 }
 
+func (c *computation) wakeIdle() {
+	for _, p := range c.parts {
+		p.wakeIfIdle()
+	}
+}
+
 // key computes a message's key at this computation: the key the guest set
 // on it, or else the computation's group_by fields of the payload.
 func (c *computation) key(m *ordering.Message) (string, error) {
@@ -118,6 +124,7 @@ type partition struct {
 	events  ordering.InFlight
 	systems ordering.InFlight
 	woken   bool
+	idle    bool // the worker waits with no input pending
 
 	// Owned by the worker goroutine.
 	batcher   *ordering.Batcher
@@ -264,6 +271,8 @@ func (p *partition) send(ctx context.Context, from ordering.Sender, m *ordering.
 		if blockedSince.IsZero() {
 			blockedSince = time.Now()
 		}
+		p.woken = true // the worker must drain the inbox to make room
+		p.cond.Broadcast()
 		p.cond.Wait()
 	}
 	if !blockedSince.IsZero() {
@@ -271,9 +280,25 @@ func (p *partition) send(ctx context.Context, from ordering.Sender, m *ordering.
 	}
 	p.events.Add(m.Time.Event)
 	p.systems.Add(m.Time.System)
-	p.woken = true
-	p.cond.Broadcast()
+	// Wake the worker only when it waits for input or a batch is full:
+	// while it lingers, its timer wakes it, and waking it for every
+	// message would cost a context switch per message.
+	if p.idle || p.inbox.Len(p.comp.spec.Name, 0)+p.merge.Len() >= p.batcher.Limits().MaxRows {
+		p.woken = true
+		p.cond.Broadcast()
+	}
 	return nil
+}
+
+// wakeIfIdle wakes the worker if it waits for input, so that it sees a
+// watermark move; a lingering worker sees it when its linger ends.
+func (p *partition) wakeIfIdle() {
+	p.mu.Lock()
+	if p.idle {
+		p.woken = true
+		p.cond.Broadcast()
+	}
+	p.mu.Unlock()
 }
 
 // inputWatermarks are the minimum event and system watermarks over the
@@ -383,9 +408,11 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 			p.lingerTimer.Reset(time.Duration(p.waitingSince + p.lingerNanos - now))
 		}
 		p.woken = false
+		p.idle = pending == 0
 		for !p.woken && ctx.Err() == nil {
 			p.cond.Wait()
 		}
+		p.idle = false
 	}
 }
 

@@ -106,7 +106,7 @@ func (s *stream) raise(event, system int64) {
 	moved = raiseTo(&s.systemWM, system) || moved
 	if moved {
 		for _, c := range s.readers {
-			c.wakeAll()
+			c.wakeIdle()
 		}
 	}
 }
