@@ -332,7 +332,17 @@ func (p *partition) run(ctx context.Context) error {
 		if err != nil || batch == nil {
 			return err
 		}
-		if err := p.process(ctx, batch, wm); err != nil {
+		// The worker pool: at most WithWorkers batches run at once, so
+		// many partitions share the cores instead of oversubscribing them.
+		workers := p.comp.rt.workers
+		select {
+		case workers <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		err = p.process(ctx, batch, wm)
+		<-workers
+		if err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,112 @@
+package host_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flowhost/flowhost/host"
+	"github.com/flowhost/flowhost/host/connect"
+	"github.com/flowhost/flowhost/host/runtime"
+)
+
+// writePlugin lays out a plugin directory for a guest of this repository.
+func writePlugin(t *testing.T, dir, name, pkg string) string {
+	t.Helper()
+	wasm := buildGuest(t, pkg)
+	pdir := filepath.Join(dir, name)
+	require.NoError(t, os.MkdirAll(pdir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(pdir, name+".wasm"), wasm, 0o644))
+	sum := sha256.Sum256(wasm)
+	manifest := fmt.Sprintf("name: %s\nversion: 1.0.0\nabi: 1\nwasm: %s.wasm\nsha256: %s\nkinds: [transform, map]\n", name, name, hex.EncodeToString(sum[:]))
+	require.NoError(t, os.WriteFile(filepath.Join(pdir, "plugin.yaml"), []byte(manifest), 0o644))
+	return pdir
+}
+
+// signalSink closes first when it is first written to.
+type signalSink struct {
+	once  sync.Once
+	first chan struct{}
+	countSink
+}
+
+func (s *signalSink) Write(ctx context.Context, recs []connect.SinkRecord) error {
+	_ = s.countSink.Write(ctx, recs)
+	s.once.Do(func() { close(s.first) })
+	return nil
+}
+
+// TestRunServesMetricsAndStopsCleanly runs a WASM pipeline through
+// host.Run: it serves /metrics while running and returns nil when
+// interrupted.
+func TestRunServesMetricsAndStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	writePlugin(t, filepath.Join(dir, "plugins"), "identity", "./host/internal/testguests/identity")
+	specPath := filepath.Join(dir, "pipeline.yaml")
+	require.NoError(t, os.WriteFile(specPath, []byte(`
+name: live
+sources:
+  - {name: gen, type: generator, stream: in, partitions: 2, generator: {count: 0, rate: 2000, keys: 10}}
+computations:
+  - {name: identity, plugin: identity, group_by: [key], input_streams: [in], output_streams: [out]}
+sinks:
+  - {name: out, type: stdout, streams: [out]}
+`), 0o644))
+	sink := &signalSink{first: make(chan struct{})}
+	addr := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- host.Run(ctx, host.RunConfig{
+			SpecPath:        specPath,
+			PluginDirs:      []string{filepath.Join(dir, "plugins")},
+			MetricsAddr:     "127.0.0.1:0",
+			CacheDir:        filepath.Join(os.TempDir(), "flowhost-test-cache"),
+			Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+			OnMetricsListen: func(a string) { addr <- a },
+			Options:         []runtime.Option{runtime.WithSink("out", sink), runtime.WithDeadLetter(io.Discard)},
+		})
+	}()
+	metricsAddr := <-addr
+	select {
+	case <-sink.first:
+	case err := <-done:
+		t.Fatalf("run ended before any output: %v", err)
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	for _, name := range []string{
+		`flowhost_messages_in_total{computation="identity",stream="in"}`,
+		`flowhost_messages_out_total{computation="identity",stream="out"}`,
+		`flowhost_batch_rows_bucket{computation="identity"`,
+		`flowhost_batch_duration_seconds_bucket{computation="identity"`,
+		`flowhost_stream_bias_seconds{stream="in"}`,
+		`flowhost_stream_event_watermark_seconds{stream="in"}`,
+		`flowhost_stream_system_watermark_seconds{stream="out"}`,
+		`flowhost_stream_buffered_messages{stream="in"}`,
+		`flowhost_stream_buffered_bytes{stream="in"}`,
+		`flowhost_source_records_total{source="gen",stream="in"}`,
+		`go_goroutines`,
+	} {
+		require.Contains(t, string(body), name)
+	}
+	cancel()
+	require.NoError(t, <-done)
+	require.Positive(t, sink.n)
+	require.False(t, strings.Contains(string(body), `flowhost_guest_errors_total{`), "no guest errors")
+}
