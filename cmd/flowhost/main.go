@@ -58,6 +58,13 @@ and delivers everything already accepted before exiting.`,
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			go func() {
+				// The first signal drains; restoring the default handling
+				// lets a second one end the process at once.
+				<-ctx.Done()
+				stop()
+				cfg.Logger.Info("stopping: draining what was accepted (interrupt again to quit at once)")
+			}()
 			err := host.Run(ctx, cfg)
 			if errors.Is(err, context.Canceled) {
 				return nil
