@@ -58,12 +58,17 @@ and delivers everything already accepted before exiting.`,
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			finished := make(chan struct{})
+			defer close(finished)
 			go func() {
 				// The first signal drains; restoring the default handling
 				// lets a second one end the process at once.
-				<-ctx.Done()
-				stop()
-				cfg.Logger.Info("stopping: draining what was accepted (interrupt again to quit at once)")
+				select {
+				case <-ctx.Done():
+					stop()
+					cfg.Logger.Info("stopping: delivering what was accepted (interrupt again to quit at once)")
+				case <-finished:
+				}
 			}()
 			err := host.Run(ctx, cfg)
 			if errors.Is(err, context.Canceled) {
