@@ -3,9 +3,16 @@
 
 SHELL := /bin/bash
 GO ?= go
-# Debian packages the tests and the demo need (wat2wasm builds the hostile
-# and minimal test guests).
-APT_PACKAGES := wabt
+# Debian packages the tests and the demo need: wat2wasm for the WAT guests,
+# clang/lld/wasi-libc for the C SDK, Debian's rustc/cargo with the wasm32
+# standard library and serde_cbor for the Rust SDK, node/npm for the
+# AssemblyScript SDK.
+APT_PACKAGES := wabt clang lld wasi-libc rustc cargo libstd-rust-dev-wasm32 \
+	librust-serde-cbor-dev librust-serde-dev librust-serde-derive-dev
+# Node.js (with npm) comes from Debian only when the machine has none: a
+# machine with NodeSource's nodejs already has npm, and Debian's npm
+# package conflicts with it.
+NODE_PACKAGES := nodejs npm
 FUZZTIME ?= 10s
 
 .PHONY: all demo test deps build vet unit fuzz bench
@@ -15,13 +22,28 @@ all: build
 # deps installs what a fresh machine lacks and fails loudly if it cannot.
 deps:
 	@command -v $(GO) >/dev/null || { echo "Go 1.26 is required: https://go.dev/doc/install"; exit 1; }
-	@missing=""; for t in wat2wasm; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@missing=""; \
+	for t in wat2wasm clang wasm-ld /usr/bin/cargo /usr/bin/rustc; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	[ -d /usr/include/wasm32-wasi ] || missing="$$missing wasi-libc"; \
+	ls -d /usr/lib/rustlib/wasm32-* >/dev/null 2>&1 || missing="$$missing libstd-rust-dev-wasm32"; \
+	[ -d /usr/share/cargo/registry ] && ls /usr/share/cargo/registry | grep -q '^serde_cbor-' || missing="$$missing librust-serde-cbor-dev"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages for:$$missing"; \
 		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update && $$SUDO apt-get install -y $(APT_PACKAGES) || { echo "could not install $(APT_PACKAGES): install them and retry"; exit 1; }; \
+		$$SUDO apt-get update && $$SUDO apt-get install -y $(APT_PACKAGES) \
+			|| { echo "could not install: $(APT_PACKAGES); install them and retry"; exit 1; }; \
+	fi
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+		echo "installing Node.js and npm from Debian"; \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update && $$SUDO apt-get install -y $(NODE_PACKAGES) \
+			|| { echo "could not install $(NODE_PACKAGES); install Node.js >= 18 with npm and retry"; exit 1; }; \
 	fi
 	$(GO) mod download
+	@if [ -f sdk/assemblyscript/package-lock.json ] && [ ! -d sdk/assemblyscript/node_modules ]; then \
+		echo "installing AssemblyScript from npm (sdk/assemblyscript)"; \
+		cd sdk/assemblyscript && npm ci --no-audit --no-fund || { echo "npm ci failed in sdk/assemblyscript"; exit 1; }; \
+	fi
 
 build: deps
 	$(GO) build -o bin/flowhost ./cmd/flowhost
