@@ -110,3 +110,46 @@ sinks:
 	require.Positive(t, sink.n)
 	require.False(t, strings.Contains(string(body), `flowhost_guest_errors_total{`), "no guest errors")
 }
+
+// TestGarbageResponseIsDeadLetteredWithThePluginNamed runs a guest that
+// answers with bytes that are not a response: nothing is lost, every input
+// lands in the dead-letter file with an error naming the plugin.
+func TestGarbageResponseIsDeadLetteredWithThePluginNamed(t *testing.T) {
+	dir := t.TempDir()
+	writePlugin(t, filepath.Join(dir, "plugins"), "garbage", "./host/internal/testguests/garbage")
+	input := filepath.Join(dir, "in.jsonl")
+	require.NoError(t, os.WriteFile(input, []byte(`{"write_ts":1,"payload":{"k":"a"}}
+{"write_ts":2,"payload":{"k":"b"}}
+{"write_ts":3,"payload":{"k":"a"}}
+`), 0o644))
+	specPath := filepath.Join(dir, "pipeline.yaml")
+	require.NoError(t, os.WriteFile(specPath, []byte(`
+name: garbage
+sources:
+  - {name: in, type: file, stream: in, file: {path: in.jsonl}}
+computations:
+  - {name: g, plugin: garbage, group_by: [k], input_streams: [in], output_streams: [out]}
+sinks:
+  - {name: out, type: file, streams: [out], file: {path: out.jsonl}}
+dead_letter: {type: file, file: {path: dead.jsonl}}
+`), 0o644))
+	err := host.Run(context.Background(), host.RunConfig{
+		SpecPath:   specPath,
+		PluginDirs: []string{filepath.Join(dir, "plugins")},
+		CacheDir:   filepath.Join(os.TempDir(), "flowhost-test-cache"),
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	out, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	require.NoError(t, err)
+	require.Empty(t, out)
+	dead, err := os.ReadFile(filepath.Join(dir, "dead.jsonl"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(dead)), "\n")
+	require.Len(t, lines, 3, "every input is dead-lettered")
+	for _, l := range lines {
+		require.Contains(t, l, `plugin \"garbage\"`)
+		require.Contains(t, l, `undecodable response`)
+		require.Contains(t, l, `"stage":"guest"`)
+	}
+}
