@@ -60,6 +60,9 @@ vet:
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
+	# The Extism comparison is its own module, so that the product never
+	# depends on Extism; its correctness test runs here.
+	cd host/internal/extismbench && $(GO) test -count=1 ./...
 
 # Every fuzz target runs for FUZZTIME on top of its seed corpus (which the
 # unit run already executes).
