@@ -11,6 +11,11 @@ package ordering
 // reaches the top or when stale entries outnumber live ones (a rebuild in
 // O(d)), so memory stays within twice the live distinct values.
 //
+// At 250,000 values (BenchmarkInFlight, same machine and caveats as
+// [TimerStore]) a Remove plus an Add takes 660-680 ns when values leave in
+// random order and 585-620 ns, Min included, when they leave oldest first
+// as from a buffer; neither allocates per operation.
+//
 // The zero InFlight is empty and ready to use. It is not safe for
 // concurrent use.
 type InFlight struct {

@@ -9,10 +9,25 @@ import (
 	"time"
 )
 
-// mrgCPUTime returns the CPU time the process has used. The merge
-// benchmarks report it per operation beside ns/op: on a shared machine
-// the wall clock also counts the time other processes held the core, the
-// CPU time does not. (Unix only, hence this file's build constraint.)
+// mrgCPUMeter reports a benchmark loop's CPU time per operation as
+// cpu-ns/op beside ns/op: on a shared machine the wall clock also counts
+// the time other processes held the core, the process's CPU time does not.
+// (It reads getrusage, hence this file's unix build constraint.)
+type mrgCPUMeter struct {
+	b     *testing.B
+	start time.Duration
+}
+
+func mrgStartCPU(b *testing.B) mrgCPUMeter {
+	return mrgCPUMeter{b: b, start: mrgCPUTime(b)}
+}
+
+// stop reports the CPU time since mrgStartCPU divided by ops.
+func (m mrgCPUMeter) stop(ops int) {
+	cpu := mrgCPUTime(m.b) - m.start
+	m.b.ReportMetric(float64(cpu.Nanoseconds())/float64(ops), "cpu-ns/op")
+}
+
 func mrgCPUTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -38,14 +53,16 @@ func (r *mrgRand) next() uint64 {
 
 // mrgMergeRig is a Merge in steady state: each op pops the next message
 // and pushes the same Message struct back (so nothing is allocated) onto a
-// random stream, with an AlignmentTimestamp slightly later than a clock
-// that ticks once per message. Event times trail alignment with jitter,
-// and stream s writes its alignments lag*s after its events: a systematic
-// per-stream delay of the kind bias exists to cancel. With bias on, the
-// streams' priorities therefore interleave (every stream keeps about
-// mrgBenchDepth messages and every head competes), and each Push and Pop
-// moves its stream's bias, as real traffic does. Run WithoutBias with
-// lag 0, so that raw alignments interleave the same way.
+// random stream. Time is simulated at 10M messages a second: a clock ticks
+// 100ns per message, and a pushed message's AlignmentTimestamp is the
+// clock plus up to 800ns of jitter, slightly later than what is queued.
+// Event times trail alignment by up to 6.4µs, and stream s writes its
+// alignments s*lag after its events: a systematic per-stream delay of the
+// kind bias exists to cancel. With bias on, the streams' priorities
+// therefore interleave (every stream keeps about mrgBenchDepth messages
+// and every head competes), and each Push and Pop moves its stream's bias,
+// as real traffic does. WithoutBias runs with lag 0, so that raw
+// alignments interleave the same way.
 type mrgMergeRig struct {
 	mg      *Merge
 	rng     mrgRand
@@ -75,9 +92,9 @@ func newMrgMergeRig(streams int, lag int64, opts ...MergeOption) (*mrgMergeRig, 
 }
 
 func (r *mrgMergeRig) stamp(m *Message, stream int) {
-	r.clock++
-	m.Time.Alignment = r.clock + int64(stream)*r.lag + int64(r.rng.next()%8)
-	m.Time.Event = m.Time.Alignment - int64(stream)*r.lag - int64(r.rng.next()%64)
+	r.clock += 100
+	m.Time.Alignment = r.clock + int64(stream)*r.lag + int64(r.rng.next()%800)
+	m.Time.Event = m.Time.Alignment - int64(stream)*r.lag - int64(r.rng.next()%6400)
 	m.Task++
 }
 
@@ -95,19 +112,18 @@ func mrgBenchMerge(b *testing.B, streams int, lag int64, opts ...MergeOption) {
 	}
 	b.ReportAllocs()
 	ops := 0
-	cpu := mrgCPUTime(b)
+	cpu := mrgStartCPU(b)
 	for b.Loop() {
 		r.op()
 		ops++
 	}
-	cpu = mrgCPUTime(b) - cpu
+	cpu.stop(ops)
 	b.ReportMetric(float64(ops)/b.Elapsed().Seconds(), "msgs/s")
-	b.ReportMetric(float64(cpu.Nanoseconds())/float64(ops), "cpu-ns/op")
 }
 
 func BenchmarkMerge(b *testing.B) {
 	for _, s := range []int{1, 8, 64, 512} {
-		b.Run(fmt.Sprintf("streams=%d", s), func(b *testing.B) { mrgBenchMerge(b, s, 1000) })
+		b.Run(fmt.Sprintf("streams=%d", s), func(b *testing.B) { mrgBenchMerge(b, s, int64(time.Millisecond)) })
 	}
 }
 
@@ -130,7 +146,8 @@ func BenchmarkBias(b *testing.B) {
 				bias.Add(ring[i])
 			}
 			b.ReportAllocs()
-			i, sink := 0, int64(0)
+			i, sink, ops := 0, int64(0), 0
+			cpu := mrgStartCPU(b)
 			for b.Loop() {
 				old := ring[i]
 				bias.Remove(old)
@@ -141,7 +158,9 @@ func BenchmarkBias(b *testing.B) {
 				if i++; i == counted {
 					i = 0
 				}
+				ops++
 			}
+			cpu.stop(ops)
 			if sink == 42 {
 				b.Log(sink)
 			}
@@ -158,12 +177,15 @@ func BenchmarkBiasExtreme(b *testing.B) {
 	}
 	x := Timestamps{Event: 1<<62 - 1, Alignment: -(1 << 62)}
 	b.ReportAllocs()
-	sink := int64(0)
+	sink, ops := int64(0), 0
+	cpu := mrgStartCPU(b)
 	for b.Loop() {
 		bias.Add(x)
 		bias.Remove(x)
 		sink += bias.Value()
+		ops++
 	}
+	cpu.stop(ops)
 	if sink == 42 {
 		b.Log(sink)
 	}
@@ -189,12 +211,16 @@ func BenchmarkStreamBuffer(b *testing.B) {
 					buf.Push(&Message{ID: SourceID("s", 0, uint64(j)), Time: Timestamps{Alignment: clock}})
 				}
 				b.ReportAllocs()
+				ops := 0
+				cpu := mrgStartCPU(b)
 				for b.Loop() {
 					m := buf.Pop()
 					clock++
 					m.Time.Alignment = clock + int64(rng.next()%jitter)
 					buf.Push(m)
+					ops++
 				}
+				cpu.stop(ops)
 			})
 		}
 	}
@@ -212,11 +238,15 @@ func BenchmarkPartitionMerge(b *testing.B) {
 				pm.Set(p, int64(p))
 			}
 			b.ReportAllocs()
+			ops := 0
+			cpu := mrgStartCPU(b)
 			for b.Loop() {
 				p, _ := pm.Next()
 				clock++
 				pm.Set(p, clock+int64(partitions)+int64(rng.next()%32))
+				ops++
 			}
+			cpu.stop(ops)
 		})
 	}
 }
