@@ -33,8 +33,8 @@ type StreamBuffer struct {
 	// heap holds the messages that arrived out of order.
 	heap binHeap[*Message]
 	// head is the next message, nil when empty; headInRun says whether it
-	// is the run's first or the heap's top. Keeping it makes Peek, which
-	// Merge calls after every Push and Pop, a field read.
+	// is the run's first or the heap's top. Keeping it makes Peek (which
+	// Merge needs after every Push and Pop) a field read.
 	head      *Message
 	headInRun bool
 	bytes     int64

@@ -372,7 +372,7 @@ func TestMergeBiasChangeReordersHeads(t *testing.T) {
 	require.Equal(t, Priority{Stream: 1, Bias: -10000, Timestamp: 200 - 10000, Task: 3}, p)
 }
 
-func TestMergeBiasChangeReordersUnderWithoutBias(t *testing.T) {
+func TestMergeWithoutBiasIgnoresBiasChanges(t *testing.T) {
 	// The same pushes under WithoutBias change nothing.
 	mg, err := NewMerge([]string{"a", "b"}, WithoutBias())
 	require.NoError(t, err)
