@@ -148,7 +148,7 @@ func TestFileSourceStopsOnCancelAndEmitError(t *testing.T) {
 	require.ErrorIs(t, err, stop)
 
 	_, err = NewFileSource(FileSourceConfig{Path: path, Stream: "bad name", Partitions: 1})
-	require.ErrorContains(t, err, `name "bad name": byte 3`)
+	require.ErrorContains(t, err, `name "bad name": ' ' is not a letter`)
 	_, err = NewFileSource(FileSourceConfig{Stream: "s", Partitions: 1})
 	require.EqualError(t, err, "file source: path is empty")
 	missing, err := NewFileSource(FileSourceConfig{Path: path + ".missing", Stream: "s", Partitions: 1})
