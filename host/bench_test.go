@@ -163,4 +163,3 @@ func TestIdentityWASMAndNativeAgree(t *testing.T) {
 	runIdentity(t, compute.Native(nativeIdentity), 5000, 2)
 	runIdentity(t, wasmIdentity(t), 5000, 2)
 }
-

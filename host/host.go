@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -54,6 +55,10 @@ type RunConfig struct {
 	Options []runtime.Option
 	// OnMetricsListen, if set, is called with the bound metrics address.
 	OnMetricsListen func(addr string)
+	// Progress receives the progress display of file sources; nil means
+	// os.Stderr (a live bar when it is a terminal, log lines otherwise),
+	// io.Discard turns it off.
+	Progress io.Writer
 }
 
 // Run runs the pipeline of cfg until its sources end or ctx is cancelled
@@ -92,8 +97,12 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		defer f.Close()
 		opts = append(opts, runtime.WithTrace(f))
 	}
-	if hasFileSource(pipe) {
-		rep := progress.New(os.Stderr, progress.IsTerminal(os.Stderr))
+	if hasFileSource(pipe) && cfg.Progress != io.Discard {
+		w, tty := cfg.Progress, false
+		if w == nil {
+			w, tty = os.Stderr, progress.IsTerminal(os.Stderr)
+		}
+		rep := progress.New(w, tty)
 		defer rep.Close()
 		opts = append(opts, runtime.WithProgress(fileProgress(rep)))
 	}

@@ -90,10 +90,12 @@ func (c *computation) wakeIdle() {
 	}
 }
 
-// key computes a message's key at this computation: the key the guest set
-// on it, or else the computation's group_by fields of the payload.
+// key computes a message's key at this computation: from its group_by
+// fields of the payload (ABI.md: receivers compute their own key). A
+// computation without group_by takes the key the message carries (one a
+// guest set on its output), or none.
 func (c *computation) key(m *ordering.Message) (string, error) {
-	if m.Key != "" || c.keyer == nil {
+	if c.keyer == nil {
 		return m.Key, nil
 	}
 	return c.keyer.Key(m.Payload)
@@ -396,7 +398,10 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 			}
 			due := p.timers.PopDue(twm)
 			b := p.batcher.Cut(due)
-			return &b, abi.Watermarks{Event: twm, System: inSystem}, nil
+			// The guest sees the input watermarks, not the timer watermark
+			// (lowered to what is queued here): a message older than
+			// the event watermark is late, and the guest can tell.
+			return &b, abi.Watermarks{Event: inEvent, System: inSystem}, nil
 		}
 		if inputsDone && p.inbox.Len(p.comp.spec.Name, 0) == 0 {
 			if !p.finished {
