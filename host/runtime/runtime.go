@@ -49,6 +49,7 @@ type Runtime struct {
 	sinks   []*sinkRunner
 	dead    *deadLetters
 
+	gate    *sourceGate   // keeps the source streams in step
 	workers chan struct{} // a token per concurrently running batch
 	failed  chan error    // first fatal error stops the run
 	failMu  sync.Mutex
@@ -189,6 +190,13 @@ func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option)
 		}
 		r.sources = append(r.sources, src)
 	}
+	r.gate = newSourceGate(len(r.sources))
+	for i, src := range r.sources {
+		src.gateIdx = i
+		for _, c := range src.stream.readers {
+			src.gateBias = src.gateBias || c.spec.InputOrdering.TimeType != spec.TimeAlignment
+		}
+	}
 	for i := range p.Sinks {
 		sk, err := r.newSinkRunner(&p.Sinks[i])
 		if err != nil {
@@ -284,6 +292,7 @@ func (r *Runtime) unblockAll() {
 	for _, src := range r.sources {
 		src.wake()
 	}
+	r.gate.wake()
 	for _, sk := range r.sinks {
 		sk.wake()
 	}

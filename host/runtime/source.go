@@ -34,6 +34,14 @@ type sourceStream struct {
 	systemWM  *ordering.SourceSystemWatermark
 	ingestEnd bool // the connector returned
 	endOfData bool // it returned because its data ended, not on interrupt
+	// bias is the stream's running EventTimestamp - AlignmentTimestamp
+	// over the records queued here (the source's output buffer); gateIdx
+	// is the stream's place in the runtime's sourceGate, and gateBias
+	// whether the gate orders it by stabilized time (false when every
+	// reader merges on raw alignment).
+	bias     ordering.Bias
+	gateIdx  int
+	gateBias bool
 }
 
 type sourcePartition struct {
@@ -126,6 +134,7 @@ func (src *sourceStream) ingest(ctx, work context.Context) error {
 		}
 		p.queue = append(p.queue, m)
 		src.queued += m.Size()
+		src.bias.Add(m.Time)
 		src.eventWM.Appended(rec.Partition, event, now)
 		src.systemWM.Appended(rec.Partition, m.Time.System)
 		counter.Inc()
@@ -160,6 +169,7 @@ func (src *sourceStream) read(work context.Context) error {
 			if ok || src.ingestEnd || work.Err() != nil {
 				break
 			}
+			r.gate.empty(src.gateIdx)
 			src.cond.Wait()
 		}
 		if work.Err() != nil {
@@ -169,6 +179,7 @@ func (src *sourceStream) read(work context.Context) error {
 		if !ok { // ingest ended and everything was read
 			end := src.endOfData
 			src.mu.Unlock()
+			r.gate.end(src.gateIdx)
 			src.stream.finish(end)
 			return nil
 		}
@@ -183,8 +194,17 @@ func (src *sourceStream) read(work context.Context) error {
 			src.pm.Set(part, p.queue[p.head].Time.Write)
 		}
 		src.queued -= m.Size()
+		prio := m.Time.Alignment
+		if src.gateBias {
+			prio = src.bias.Stabilized(prio)
+		}
+		src.bias.Remove(m.Time)
 		src.cond.Broadcast()
 		src.mu.Unlock()
+
+		if err := r.gate.pass(work, src.gateIdx, prio); err != nil {
+			return err
+		}
 
 		if err := r.route(work, ordering.Sender{Computation: src.stream.name, Partition: part}, m); err != nil {
 			return err
