@@ -75,9 +75,11 @@ What the figure means
 	if d, ok := ev.join.InputOrdering.StreamDelays["payments"]; ok && d > 0 {
 		fmt.Fprintf(w, "   stream_delays holds payments %s behind orders of the same moment, by design.\n", human(d))
 	}
-	fmt.Fprintf(w, `   The join runs with batch.max_rows %[1]d: a batch hands its messages to the guest key
-   by key, which regroups them, and the two files are read as fast as they can be, so
-   a large first batch holds whatever either file delivered first (try -max-rows 0).
+	fmt.Fprintf(w, `   Both files are read in step (the host's source gate sends the record with the
+   earliest priority first across source streams), and within one stream messages
+   keep their (write time, id) order, so payments made out of order stay so.
+   The join runs with batch.max_rows %[1]d: a batch hands its messages to the guest key
+   by key, which regroups them in the trace (try -max-rows 0).
 `, ev.join.Batch.MaxRows)
 }
 
