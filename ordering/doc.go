@@ -25,4 +25,34 @@
 //     forward and fire timers at TriggerTimestamp <= watermark.
 //
 // All timestamps are int64 nanoseconds since the Unix epoch.
+//
+// # The derived-message guarantee, precisely
+//
+// The seed promises that if A precedes B in an input stream and A', B'
+// derive from them with matching lineage keys and share the current key,
+// A' is processed before B'. flowhost reads "A precedes B" as: A and B come
+// from the same sending partition (a source partition, where the offset
+// orders them) and A was sent first; A' and B' travel the same path of
+// computations and streams, with the same key at every computation on it.
+// Router keeps that order (FIFO per lane) and the timestamp and id rules
+// keep the receiving StreamBuffer from undoing it: a transform's outputs
+// get non-decreasing creation times (SystemClock) and growing ids
+// (TransformID), a map's outputs inherit their parent's alignment and
+// derive their id from the parent's. The property test in
+// guarantee_test.go checks this over random pipelines. Two limits: A'
+// and B' must arrive on the same stream (across streams the merge orders
+// by stabilized time, not lineage), and an output with several parents
+// takes the minimum AlignmentTimestamp (the seed's rule), which can sort
+// it before an earlier sibling of the same lane.
+//
+// # Speed
+//
+// On the project's 2-core machines (shared, so CPU time is quoted), with
+// zero allocations per message in steady state: the cross-stream merge
+// runs at about 14M messages/s with 1 stream, 10-11M at 64 and 7-8M at 512
+// (one Pop and one Push per message, bias moving on every Push); a Bias
+// update is 7-9 ns whatever the number counted; the TimerStore at 250,000
+// pending timers sets one in about 0.5 µs and fires one in about 2 µs.
+// Details and the commands that reproduce them are on [Merge] and
+// [TimerStore].
 package ordering
