@@ -204,7 +204,10 @@ type emitConfig struct {
 // WithKey gives the output a key (for example the record key a Kafka sink
 // writes). It does not change which key's state or timers the emit
 // belongs to.
-func WithKey(key string) EmitOption { return func(c *emitConfig) { c.key = key } }
+func WithKey(key string) EmitOption {
+	key = strings.ToValidUTF8(key, "\uFFFD") // the envelope carries text
+	return func(c *emitConfig) { c.key = key }
+}
 
 // WithEventTimestamp sets the output's EventTimestamp instead of the one
 // the host derives (the minimum over the parents).
@@ -343,7 +346,9 @@ func (k *Key) result() (abi.ResponseKey, bool) {
 // errorText is err's message, never empty: an empty error field means
 // success on the wire.
 func errorText(err error) string {
-	if s := err.Error(); s != "" {
+	// The envelope carries text, so bytes that are not UTF-8 become
+	// U+FFFD rather than make the whole response undecodable.
+	if s := strings.ToValidUTF8(err.Error(), "\uFFFD"); s != "" {
 		return s
 	}
 	return "failed (the error has no message)"
