@@ -1,0 +1,2 @@
+// The package entry: `import { ... } from "@flowhost/sdk"` resolves here.
+export * from "./assembly/index";
