@@ -1,0 +1,2435 @@
+//go:build ignore
+
+// (The Go package sdk/c embeds this file; the constraint above keeps the go
+// tool from taking it for cgo source of that package.)
+
+/*
+ * flowhost.c - the flowhost C guest SDK: the ABI v1 exports, strict
+ * envelope decoding, canonical response encoding and the computation API
+ * of flowhost.h.
+ *
+ * One instance runs one call at a time (the host never calls exports
+ * concurrently), so the SDK keeps its state in one static struct and
+ * takes no locks. Buffers are kept between batches and reused; a buffer
+ * that a large batch grew is released when a much smaller one follows.
+ */
+#include "flowhost.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ABI_VERSION 1
+
+/* Buffers larger than this are released when a batch uses less than a
+ * quarter of them, so that one large batch does not pin its memory. */
+#define SHRINK_ABOVE ((size_t)1 << 20)
+
+/* Room left in front of a response for its head (map, "keys", the count
+ * of the keys array), written once the count is known. */
+#define RESPONSE_PREFIX 16
+
+static const char no_message[] = "failed (the error has no message)";
+
+/* ------------------------------------------------------------------ */
+/* Logging                                                             */
+/* ------------------------------------------------------------------ */
+
+#if defined(__wasm__)
+__attribute__((import_module("flowhost"), import_name("log"))) extern void fh__host_log(int32_t level, const char *msg,
+                                                                                         int32_t len);
+#else
+/* Outside WebAssembly (native test harnesses) log lines go to stderr. */
+static void fh__host_log(int32_t level, const char *msg, int32_t len) {
+    fprintf(stderr, "flowhost log %d: %.*s\n", (int)level, (int)len, msg);
+}
+#endif
+
+void fh_log_n(int level, const char *msg, size_t len) {
+    if (msg == NULL) {
+        msg = "";
+        len = 0;
+    }
+    if (len > INT32_MAX) {
+        len = INT32_MAX;
+    }
+    fh__host_log(level, msg, (int32_t)len);
+}
+
+void fh_log(int level, const char *msg) { fh_log_n(level, msg, msg ? strlen(msg) : 0); }
+
+void fh_logf(int level, const char *format, ...) {
+    char small[256];
+    va_list ap;
+    va_start(ap, format);
+    int n = vsnprintf(small, sizeof small, format, ap);
+    va_end(ap);
+    if (n < 0) {
+        return;
+    }
+    if ((size_t)n < sizeof small) {
+        fh_log_n(level, small, (size_t)n);
+        return;
+    }
+    char *big = (char *)malloc((size_t)n + 1);
+    if (big == NULL) {
+        fh_log_n(level, small, sizeof small - 1);
+        return;
+    }
+    va_start(ap, format);
+    vsnprintf(big, (size_t)n + 1, format, ap);
+    va_end(ap);
+    fh_log_n(level, big, (size_t)n);
+    free(big);
+}
+
+/* ------------------------------------------------------------------ */
+/* Text building on a writer used as a byte buffer                     */
+/* ------------------------------------------------------------------ */
+
+static void tb_bytes(fh_cbor_writer *w, const void *s, size_t n) { fh_cbor_put_raw(w, s, n); }
+
+static void tb_str(fh_cbor_writer *w, const char *s) { fh_cbor_put_raw(w, s, strlen(s)); }
+
+static void tb_byte(fh_cbor_writer *w, char c) { fh_cbor_put_raw(w, &c, 1); }
+
+static void tb_u64(fh_cbor_writer *w, uint64_t v) {
+    char digits[20];
+    size_t n = 0;
+    do {
+        digits[sizeof digits - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    tb_bytes(w, digits + sizeof digits - n, n);
+}
+
+static void tb_i64(fh_cbor_writer *w, int64_t v) {
+    if (v < 0) {
+        tb_byte(w, '-');
+        tb_u64(w, (uint64_t)0 - (uint64_t)v);
+        return;
+    }
+    tb_u64(w, (uint64_t)v);
+}
+
+/* tb_cstr NUL-terminates the buffer without counting the NUL, and returns
+ * the text (a static empty text when memory ran out). */
+static const char *tb_cstr(fh_cbor_writer *w) {
+    tb_byte(w, '\0');
+    if (w->failed || w->buf == NULL) {
+        return "";
+    }
+    w->len--;
+    return (const char *)w->buf;
+}
+
+/* tb_sanitized appends text with every invalid UTF-8 byte replaced by
+ * U+FFFD, so that an error message never makes the response invalid. */
+static void tb_sanitized(fh_cbor_writer *w, const char *s, size_t n) {
+    const uint8_t *b = (const uint8_t *)s;
+    size_t i = 0;
+    while (i < n) {
+        uint32_t r;
+        size_t size = fh_cbor_utf8_decode(b + i, n - i, &r);
+        if (size == 0) {
+            tb_bytes(w, "\xef\xbf\xbd", 3);
+            i++;
+            continue;
+        }
+        tb_bytes(w, b + i, size);
+        i += size;
+    }
+}
+
+static const char lowerhex[] = "0123456789abcdef";
+
+/* printable approximates Go's unicode.IsPrint for valid runes: it knows
+ * the controls, the spaces other than ASCII space, the format characters
+ * in common use, private use and the noncharacters. */
+static bool printable(uint32_t r) {
+    if (r < 0x20 || r == 0x7f) {
+        return false;
+    }
+    if (r < 0x7f) {
+        return true;
+    }
+    static const uint32_t ranges[][2] = {
+        {0x80, 0xa0},       {0xad, 0xad},       {0x600, 0x605},     {0x61c, 0x61c},   {0x6dd, 0x6dd},
+        {0x70f, 0x70f},     {0x1680, 0x1680},   {0x180e, 0x180e},   {0x2000, 0x200f}, {0x2028, 0x202f},
+        {0x205f, 0x206f},   {0x3000, 0x3000},   {0xe000, 0xf8ff},   {0xfeff, 0xfeff}, {0xfff9, 0xfffb},
+        {0xfffe, 0xffff},   {0x110bd, 0x110bd}, {0x1d173, 0x1d17a}, {0xe0000, 0xe007f}, {0xf0000, 0x10ffff},
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        if (r >= ranges[i][0] && r <= ranges[i][1]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* tb_quote appends s quoted as Go's strconv.Quote does. */
+static void tb_quote(fh_cbor_writer *w, const void *s, size_t n) {
+    const uint8_t *b = (const uint8_t *)s;
+    tb_byte(w, '"');
+    size_t i = 0;
+    while (i < n) {
+        uint32_t r;
+        size_t size = fh_cbor_utf8_decode(b + i, n - i, &r);
+        if (size == 0) {
+            char esc[4] = {'\\', 'x', lowerhex[b[i] >> 4], lowerhex[b[i] & 0xf]};
+            tb_bytes(w, esc, 4);
+            i++;
+            continue;
+        }
+        if (r == '"' || r == '\\') {
+            tb_byte(w, '\\');
+            tb_byte(w, (char)r);
+        } else if (printable(r)) {
+            tb_bytes(w, b + i, size);
+        } else {
+            char esc[10];
+            size_t m = 2;
+            esc[0] = '\\';
+            switch (r) {
+            case '\a': esc[1] = 'a'; break;
+            case '\b': esc[1] = 'b'; break;
+            case '\f': esc[1] = 'f'; break;
+            case '\n': esc[1] = 'n'; break;
+            case '\r': esc[1] = 'r'; break;
+            case '\t': esc[1] = 't'; break;
+            case '\v': esc[1] = 'v'; break;
+            default: {
+                int digits = r < 0x80 ? 2 : r < 0x10000 ? 4 : 8;
+                esc[1] = digits == 2 ? 'x' : digits == 4 ? 'u' : 'U';
+                for (int d = digits - 1; d >= 0; d--) {
+                    esc[m++] = lowerhex[(r >> (4 * d)) & 0xf];
+                }
+                break;
+            }
+            }
+            tb_bytes(w, esc, m);
+        }
+        i += size;
+    }
+    tb_byte(w, '"');
+}
+
+/* tb_time_quote appends s quoted as package time quotes values in its
+ * errors: every byte outside printable ASCII as \xNN. */
+static void tb_time_quote(fh_cbor_writer *w, const char *s, size_t n) {
+    tb_byte(w, '"');
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = (uint8_t)s[i];
+        if (c >= 0x80 || c < ' ') {
+            char esc[4] = {'\\', 'x', lowerhex[c >> 4], lowerhex[c & 0xf]};
+            tb_bytes(w, esc, 4);
+            continue;
+        }
+        if (c == '"' || c == '\\') {
+            tb_byte(w, '\\');
+        }
+        tb_byte(w, (char)c);
+    }
+    tb_byte(w, '"');
+}
+
+size_t fh_quote(char *dst, size_t cap, const void *s, size_t n) {
+    fh_cbor_writer w = {0};
+    tb_quote(&w, s, n);
+    size_t need = w.len;
+    if (w.failed) {
+        need = 0;
+    }
+    if (cap > 0) {
+        size_t m = need < cap - 1 ? need : cap - 1;
+        if (m > 0) {
+            memcpy(dst, w.buf, m);
+        }
+        dst[m] = '\0';
+    }
+    fh_cbor_writer_free(&w);
+    return need;
+}
+
+/* ------------------------------------------------------------------ */
+/* Growable arrays                                                     */
+/* ------------------------------------------------------------------ */
+
+typedef struct vec {
+    void *p;
+    size_t n, cap;
+} vec;
+
+/* vec_push appends a zeroed element of size elem and returns it, or NULL
+ * when memory is exhausted. */
+static void *vec_push(vec *v, size_t elem) {
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 8;
+        if (cap > SIZE_MAX / elem) {
+            return NULL;
+        }
+        void *p = realloc(v->p, cap * elem);
+        if (p == NULL) {
+            return NULL;
+        }
+        v->p = p;
+        v->cap = cap;
+    }
+    void *at = (char *)v->p + v->n++ * elem;
+    memset(at, 0, elem);
+    return at;
+}
+
+/* vec_shrink releases a vector whose capacity a much smaller use left
+ * idle; it then starts empty. */
+static void vec_shrink(vec *v, size_t elem) {
+    if (v->cap * elem > SHRINK_ABOVE && v->n < v->cap / 4) {
+        free(v->p);
+        v->p = NULL;
+        v->cap = 0;
+    }
+    v->n = 0;
+}
+
+static void writer_shrink(fh_cbor_writer *w) {
+    if (w->cap > SHRINK_ABOVE && w->len < w->cap / 4) {
+        fh_cbor_writer_free(w);
+    }
+    w->len = 0;
+    w->failed = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* Instance state                                                      */
+/* ------------------------------------------------------------------ */
+
+struct fh_key {
+    const char *text;
+    size_t text_len;
+    const uint8_t *state;
+    size_t state_len;
+    bool has_state;
+    const fh_timer *timers;
+    size_t timer_count;
+    const fh_message *messages;
+    size_t message_count;
+    size_t index;
+    /* iteration */
+    size_t next_timer, next_message;
+    int64_t current;
+    bool failed;
+    /* offsets while decoding, resolved once the arrays stop moving */
+    size_t text_off, timer_start, message_start;
+};
+
+typedef struct param_entry {
+    const char *name;
+    size_t name_len;
+    fh_param_type type;
+    const uint8_t *raw; /* the value's encoding, in the params' copy of the init envelope */
+    size_t raw_len;
+    const char *text; /* FH_PARAM_TEXT: NUL-terminated copy */
+    size_t text_len;
+    int64_t i;
+    double f;
+    bool b;
+    size_t name_off, text_off; /* while decoding */
+} param_entry;
+
+struct fh_params {
+    uint8_t *envelope; /* a copy of the init envelope, which values point into */
+    size_t envelope_len;
+    const char *computation;
+    const char *kind;
+    uint64_t partition;
+    const char **outputs;
+    size_t output_count;
+    param_entry *params;
+    size_t param_count;
+    fh_cbor_writer strs; /* NUL-terminated copies of the texts above */
+    fh_cbor_writer err;  /* message of the last failed getter */
+    bool has_err;
+    fh_cbor_writer fail; /* text given to fh_params_fail */
+    bool has_fail;
+};
+
+typedef struct timer_set {
+    int64_t trigger;
+    bool has_event_ts;
+    int64_t event_ts;
+    size_t payload_off, payload_len; /* in g.tbytes */
+} timer_set;
+
+typedef enum state_op { STATE_KEEP = 0, STATE_REPLACE = 1, STATE_DELETE = 2 } state_op;
+
+static struct {
+    /* the region flowhost_alloc handed out last */
+    uint8_t *in;
+    size_t in_cap; /* its allocated size */
+    size_t in_len; /* the size the host asked for */
+    /* the response or init result returned last */
+    fh_cbor_writer out;
+
+    bool init_called; /* flowhost_init decoded an envelope: outputs are known */
+    bool initialized; /* flowhost_init_params succeeded (or is not defined) */
+    fh_params params;
+
+    /* the batch */
+    fh_batch batch;
+    vec keys, timers, messages; /* fh_key, fh_timer, fh_message */
+    fh_cbor_writer strs;        /* NUL-terminated texts of the request */
+
+    /* the key being processed and its effects */
+    fh_key *active;
+    fh_cbor_writer emits; /* encoded Emit maps */
+    size_t emit_count;
+    vec tset;              /* timer_set */
+    fh_cbor_writer tbytes; /* timer payloads */
+    vec cancels;           /* int64_t triggers */
+    state_op op;
+    fh_cbor_writer state; /* the new state when op is STATE_REPLACE */
+    fh_cbor_writer key_err;
+    vec bitmap; /* uint8_t, one bit per input, all zero between emits */
+
+    bool batch_failed;
+    fh_cbor_writer batch_err;
+    bool fatal; /* a usage error: the batch fails with status -2 */
+    bool oom;
+
+    fh_cbor_writer msg; /* scratch for log lines */
+} g;
+
+/* ------------------------------------------------------------------ */
+/* Usage errors                                                        */
+/* ------------------------------------------------------------------ */
+
+static fh_cbor_writer *msg_begin(void) {
+    g.msg.len = 0;
+    g.msg.failed = false;
+    return &g.msg;
+}
+
+static void msg_log(int level) { fh_log_n(level, (const char *)g.msg.buf, g.msg.failed ? 0 : g.msg.len); }
+
+/* usage_end logs the message built in g.msg as a usage error and makes
+ * the batch fail with status -2. */
+static int usage_end(void) {
+    msg_log(FH_LOG_ERROR);
+    g.fatal = true;
+    return -1;
+}
+
+static int usage(const char *text) {
+    tb_str(msg_begin(), text);
+    return usage_end();
+}
+
+/* usable reports whether fn may act on k: k is the key being processed and
+ * no usage error has ended the batch. */
+static bool usable(const fh_key *k, const char *fn) {
+    if (g.fatal) {
+        return false;
+    }
+    if (k == NULL || k != g.active) {
+        fh_cbor_writer *m = msg_begin();
+        tb_str(m, "flowhost: ");
+        tb_str(m, fn);
+        tb_str(m, " on a key that is not being processed (keys are valid only during their flowhost_process_key call)");
+        usage_end();
+        return false;
+    }
+    return true;
+}
+
+static bool require_transform(const char *fn) {
+    if (g.batch.is_map) {
+        fh_cbor_writer *m = msg_begin();
+        tb_str(m, "flowhost: ");
+        tb_str(m, fn);
+        tb_str(m, " in a map computation; only a transform keeps state and timers");
+        usage_end();
+        return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Strict decoding                                                     */
+/* ------------------------------------------------------------------ */
+
+#define PATH_MAX_DEPTH (FH_CBOR_MAX_DEPTH + 8)
+
+/* dec is a reader plus the field path of what it reads, so that an error
+ * names where it is: keys[3].messages[0].id. On an error nothing is
+ * popped, so the path still names the place. */
+typedef struct dec {
+    fh_cbor_reader r;
+    int depth;
+    struct {
+        const char *name; /* NULL for an index */
+        size_t len;
+        size_t index;
+    } path[PATH_MAX_DEPTH];
+    bool oom;
+} dec;
+
+static void push_name(dec *d, const char *name, size_t len) {
+    if (d->depth < PATH_MAX_DEPTH) {
+        d->path[d->depth].name = name;
+        d->path[d->depth].len = len;
+    }
+    d->depth++;
+}
+
+static void push_index(dec *d, size_t i) {
+    if (d->depth < PATH_MAX_DEPTH) {
+        d->path[d->depth].name = NULL;
+        d->path[d->depth].index = i;
+    }
+    d->depth++;
+}
+
+static void pop(dec *d) { d->depth--; }
+
+static int dec_oom(dec *d) {
+    d->oom = true;
+    return fh_cbor_fail(&d->r, "out of memory");
+}
+
+/* dec_error appends "path: message" to w. */
+static void dec_error(const dec *d, fh_cbor_writer *w) {
+    int n = d->depth < PATH_MAX_DEPTH ? d->depth : PATH_MAX_DEPTH;
+    for (int i = 0; i < n; i++) {
+        if (d->path[i].name == NULL) {
+            tb_byte(w, '[');
+            tb_u64(w, d->path[i].index);
+            tb_byte(w, ']');
+        } else {
+            if (i > 0) {
+                tb_byte(w, '.');
+            }
+            tb_sanitized(w, d->path[i].name, d->path[i].len);
+        }
+    }
+    if (n > 0) {
+        tb_str(w, ": ");
+    }
+    tb_str(w, d->r.err ? d->r.err : "invalid envelope");
+}
+
+/* field reads the key of a struct's map entry, pushes its name and
+ * returns the index of the field it names in names[0..n), failing on a
+ * key that is not text, unknown or repeated. */
+static int field(dec *d, const char *const *names, int n, uint32_t *seen) {
+    fh_cbor_item it;
+    if (fh_cbor_head(&d->r, &it) != 0) {
+        return -1;
+    }
+    if (it.major != FH_CBOR_TEXT) {
+        return fh_cbor_fail(&d->r, "map key: expected text string");
+    }
+    const char *key = (const char *)fh_cbor_string(&d->r, &it);
+    size_t len = (size_t)it.arg;
+    push_name(d, key, len);
+    for (int i = 0; i < n; i++) {
+        if (strlen(names[i]) == len && memcmp(names[i], key, len) == 0) {
+            if (*seen & (1u << i)) {
+                return fh_cbor_fail(&d->r, "duplicate field");
+            }
+            *seen |= 1u << i;
+            return i;
+        }
+    }
+    return fh_cbor_fail(&d->r, "unknown field");
+}
+
+/* required fails, naming the first missing field, unless every field of
+ * the mask was seen. */
+static int required(dec *d, const char *const *names, int n, uint32_t mask, uint32_t seen) {
+    for (int i = 0; i < n; i++) {
+        if ((mask & (1u << i)) && !(seen & (1u << i))) {
+            push_name(d, names[i], strlen(names[i]));
+            return fh_cbor_fail(&d->r, "missing required field");
+        }
+    }
+    return 0;
+}
+
+/* dec_text reads a text string and copies it, NUL-terminated, into strs;
+ * *off receives its offset there. */
+static int dec_text(dec *d, fh_cbor_writer *strs, size_t *off, size_t *len) {
+    const char *s;
+    if (fh_cbor_read_text(&d->r, &s, len) != 0) {
+        return -1;
+    }
+    *off = strs->len;
+    fh_cbor_put_raw(strs, s, *len);
+    tb_byte(strs, '\0');
+    if (strs->failed) {
+        return dec_oom(d);
+    }
+    return 0;
+}
+
+static const char *const watermark_fields[] = {"event", "system"};
+static const char *const request_fields[] = {"abi", "computation", "kind", "partition", "epoch", "watermarks", "keys"};
+static const char *const key_fields[] = {"key", "state", "timers", "messages"};
+static const char *const timer_fields[] = {"id", "trigger_ts", "event_ts", "payload"};
+static const char *const message_fields[] = {"id", "stream", "event_ts", "system_ts", "alignment_ts", "payload"};
+static const char *const init_fields[] = {"abi", "computation", "kind", "partition", "parameters", "output_streams"};
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int dec_watermarks(dec *d) {
+    size_t n;
+    uint32_t seen = 0;
+    if (fh_cbor_read_map(&d->r, &n) != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int f = field(d, watermark_fields, COUNT(watermark_fields), &seen);
+        if (f < 0) {
+            return -1;
+        }
+        if (fh_cbor_read_int(&d->r, f == 0 ? &g.batch.event_watermark : &g.batch.system_watermark) != 0) {
+            return -1;
+        }
+        pop(d);
+    }
+    return required(d, watermark_fields, COUNT(watermark_fields), 0x3, seen);
+}
+
+static const uint8_t empty_bytes[1] = {0};
+
+static int dec_timer(dec *d, size_t input) {
+    fh_timer *t = (fh_timer *)vec_push(&g.timers, sizeof(fh_timer));
+    if (t == NULL) {
+        return dec_oom(d);
+    }
+    t->input = (uint32_t)input;
+    t->payload = empty_bytes;
+    size_t n, off;
+    uint32_t seen = 0;
+    if (fh_cbor_read_map(&d->r, &n) != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int f = field(d, timer_fields, COUNT(timer_fields), &seen);
+        int rc = -1;
+        switch (f) {
+        case 0:
+            rc = dec_text(d, &g.strs, &off, &t->id_len);
+            t->id = (const char *)(uintptr_t)off; /* resolved later */
+            break;
+        case 1:
+            rc = fh_cbor_read_int(&d->r, &t->trigger_ts);
+            break;
+        case 2:
+            rc = fh_cbor_read_int(&d->r, &t->event_ts);
+            break;
+        case 3:
+            rc = fh_cbor_read_bytes(&d->r, &t->payload, &t->payload_len);
+            break;
+        }
+        if (rc != 0) {
+            return -1;
+        }
+        pop(d);
+    }
+    return required(d, timer_fields, COUNT(timer_fields), 0x7, seen);
+}
+
+static int dec_message(dec *d, size_t input) {
+    fh_message *m = (fh_message *)vec_push(&g.messages, sizeof(fh_message));
+    if (m == NULL) {
+        return dec_oom(d);
+    }
+    m->input = (uint32_t)input;
+    size_t n, off;
+    uint32_t seen = 0;
+    if (fh_cbor_read_map(&d->r, &n) != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int f = field(d, message_fields, COUNT(message_fields), &seen);
+        int rc = -1;
+        switch (f) {
+        case 0:
+            rc = dec_text(d, &g.strs, &off, &m->id_len);
+            m->id = (const char *)(uintptr_t)off;
+            break;
+        case 1:
+            rc = dec_text(d, &g.strs, &off, &m->stream_len);
+            m->stream = (const char *)(uintptr_t)off;
+            break;
+        case 2:
+            rc = fh_cbor_read_int(&d->r, &m->event_ts);
+            break;
+        case 3:
+            rc = fh_cbor_read_int(&d->r, &m->system_ts);
+            break;
+        case 4:
+            rc = fh_cbor_read_int(&d->r, &m->alignment_ts);
+            break;
+        case 5:
+            rc = fh_cbor_read_bytes(&d->r, &m->payload, &m->payload_len);
+            break;
+        }
+        if (rc != 0) {
+            return -1;
+        }
+        pop(d);
+    }
+    return required(d, message_fields, COUNT(message_fields), 0x3f, seen);
+}
+
+/* dec_inputs reads a key's timers or messages array. Timers come
+ * first in the input numbering whatever order the fields have, so the
+ * message indexes are fixed up once the key is read. */
+static int dec_inputs(dec *d, fh_key *k, bool timers) {
+    size_t n;
+    if (fh_cbor_read_array(&d->r, &n) != 0) {
+        return -1;
+    }
+    if (timers) {
+        k->timer_start = g.timers.n;
+        k->timer_count = n;
+    } else {
+        k->message_start = g.messages.n;
+        k->message_count = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        push_index(d, i);
+        if ((timers ? dec_timer(d, i) : dec_message(d, i)) != 0) {
+            return -1;
+        }
+        pop(d);
+    }
+    return 0;
+}
+
+static int dec_key(dec *d, size_t index) {
+    fh_key *k = (fh_key *)vec_push(&g.keys, sizeof(fh_key));
+    if (k == NULL) {
+        return dec_oom(d);
+    }
+    k->index = index;
+    k->current = -1;
+    size_t n;
+    uint32_t seen = 0;
+    if (fh_cbor_read_map(&d->r, &n) != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int f = field(d, key_fields, COUNT(key_fields), &seen);
+        int rc = -1;
+        /* k may move when the keys array grows; only nested keys grow
+         * it, and there are none, so k stays valid here. */
+        switch (f) {
+        case 0:
+            rc = dec_text(d, &g.strs, &k->text_off, &k->text_len);
+            break;
+        case 1:
+            rc = fh_cbor_read_bytes(&d->r, &k->state, &k->state_len);
+            k->has_state = true;
+            break;
+        case 2:
+        case 3:
+            rc = dec_inputs(d, k, f == 2);
+            break;
+        }
+        if (rc != 0) {
+            return -1;
+        }
+        pop(d);
+    }
+    if (required(d, key_fields, COUNT(key_fields), 0x1, seen) != 0) {
+        return -1;
+    }
+    fh_message *msgs = (fh_message *)g.messages.p;
+    for (size_t i = 0; i < k->message_count; i++) {
+        msgs[k->message_start + i].input = (uint32_t)(k->timer_count + i);
+    }
+    return 0;
+}
+
+static int dec_keys(dec *d) {
+    size_t n;
+    if (fh_cbor_read_array(&d->r, &n) != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        push_index(d, i);
+        if (dec_key(d, i) != 0) {
+            return -1;
+        }
+        pop(d);
+    }
+    return 0;
+}
+
+static uint64_t request_abi;
+static size_t computation_off, kind_off;
+
+static int dec_request(dec *d) {
+    size_t n, len;
+    uint32_t seen = 0;
+    if (fh_cbor_read_map(&d->r, &n) != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int f = field(d, request_fields, COUNT(request_fields), &seen);
+        int rc = -1;
+        switch (f) {
+        case 0:
+            rc = fh_cbor_read_uint(&d->r, &request_abi);
+            break;
+        case 1:
+            rc = dec_text(d, &g.strs, &computation_off, &g.batch.computation_len);
+            break;
+        case 2:
+            rc = dec_text(d, &g.strs, &kind_off, &len);
+            break;
+        case 3:
+            rc = fh_cbor_read_uint(&d->r, &g.batch.partition);
+            break;
+        case 4:
+            rc = fh_cbor_read_uint(&d->r, &g.batch.epoch);
+            break;
+        case 5:
+            rc = dec_watermarks(d);
+            break;
+        case 6:
+            rc = dec_keys(d);
+            break;
+        }
+        if (rc != 0) {
+            return -1;
+        }
+        pop(d);
+    }
+    if (required(d, request_fields, COUNT(request_fields), 0x7f, seen) != 0) {
+        return -1;
+    }
+    if (fh_cbor_remaining(&d->r) > 0) {
+        return fh_cbor_fail(&d->r, "trailing bytes after the envelope");
+    }
+    return 0;
+}
+
+/* resolve_request turns the offsets recorded while decoding into
+ * pointers, now that the arrays no longer move. */
+static void resolve_request(void) {
+    const char *base = (const char *)g.strs.buf;
+    fh_key *keys = (fh_key *)g.keys.p;
+    fh_timer *timers = (fh_timer *)g.timers.p;
+    fh_message *msgs = (fh_message *)g.messages.p;
+    g.batch.computation = base + computation_off;
+    g.batch.kind = base + kind_off;
+    g.batch.key_count = g.keys.n;
+    for (size_t i = 0; i < g.timers.n; i++) {
+        timers[i].id = base + (uintptr_t)timers[i].id;
+    }
+    for (size_t i = 0; i < g.messages.n; i++) {
+        msgs[i].id = base + (uintptr_t)msgs[i].id;
+        msgs[i].stream = base + (uintptr_t)msgs[i].stream;
+    }
+    for (size_t i = 0; i < g.keys.n; i++) {
+        fh_key *k = &keys[i];
+        k->text = base + k->text_off;
+        k->timers = k->timer_count ? timers + k->timer_start : NULL;
+        k->messages = k->message_count ? msgs + k->message_start : NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Parameter values                                                    */
+/* ------------------------------------------------------------------ */
+
+typedef struct key_span {
+    const uint8_t *s;
+    size_t n;
+} key_span;
+
+static int compare_spans(const void *a, const void *b) {
+    const key_span *x = (const key_span *)a, *y = (const key_span *)b;
+    size_t n = x->n < y->n ? x->n : y->n;
+    int c = n ? memcmp(x->s, y->s, n) : 0;
+    if (c != 0) {
+        return c;
+    }
+    return x->n < y->n ? -1 : x->n > y->n;
+}
+
+static int any_value(dec *d, const fh_cbor_item *it, int depth);
+
+/* map_any checks a map of text keys to parameter values at nesting level
+ * depth: valid UTF-8 keys, no key twice (found by sorting, so a map of n
+ * keys costs n log n, not n^2). */
+static int map_any(dec *d, size_t count, int depth) {
+    if (depth >= FH_CBOR_MAX_DEPTH) {
+        return fh_cbor_fail(&d->r, "nesting exceeds 32 levels");
+    }
+    key_span *keys = NULL;
+    if (count > 0) {
+        keys = (key_span *)malloc(count * sizeof(key_span));
+        if (keys == NULL) {
+            return dec_oom(d);
+        }
+    }
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        fh_cbor_item it;
+        if (fh_cbor_head(&d->r, &it) != 0) {
+            rc = -1;
+            break;
+        }
+        if (it.major != FH_CBOR_TEXT) {
+            rc = fh_cbor_fail(&d->r, "map key: expected text string");
+            break;
+        }
+        keys[i].n = (size_t)it.arg;
+        keys[i].s = fh_cbor_string(&d->r, &it);
+        if (!fh_cbor_utf8_valid(keys[i].s, keys[i].n)) {
+            rc = fh_cbor_fail(&d->r, "map key is not valid UTF-8");
+            break;
+        }
+        push_name(d, (const char *)keys[i].s, keys[i].n);
+        if (fh_cbor_head(&d->r, &it) != 0 || any_value(d, &it, depth + 1) != 0) {
+            rc = -1;
+            break;
+        }
+        pop(d);
+    }
+    if (rc == 0 && count > 1) {
+        qsort(keys, count, sizeof(key_span), compare_spans);
+        for (size_t i = 1; i < count; i++) {
+            if (compare_spans(&keys[i - 1], &keys[i]) == 0) {
+                push_name(d, (const char *)keys[i].s, keys[i].n);
+                rc = fh_cbor_fail(&d->r, "duplicate map key");
+                break;
+            }
+        }
+    }
+    free(keys);
+    return rc;
+}
+
+/* any_value checks a parameter value whose head it is given: anything
+ * that is an int64, a float, text, bytes, a bool, null, or a list or map
+ * of those; no tags, no undefined, no other simple values. */
+static int any_value(dec *d, const fh_cbor_item *it, int depth) {
+    switch (it->major) {
+    case FH_CBOR_UINT:
+    case FH_CBOR_NEGINT:
+        if (it->arg > (uint64_t)INT64_MAX) {
+            return fh_cbor_fail(&d->r, "integer overflows int64");
+        }
+        return 0;
+    case FH_CBOR_BYTES:
+        (void)fh_cbor_string(&d->r, it);
+        return 0;
+    case FH_CBOR_TEXT: {
+        const uint8_t *s = fh_cbor_string(&d->r, it);
+        if (!fh_cbor_utf8_valid(s, (size_t)it->arg)) {
+            return fh_cbor_fail(&d->r, "text string is not valid UTF-8");
+        }
+        return 0;
+    }
+    case FH_CBOR_ARRAY:
+        if (depth >= FH_CBOR_MAX_DEPTH) {
+            return fh_cbor_fail(&d->r, "nesting exceeds 32 levels");
+        }
+        for (uint64_t i = 0; i < it->arg; i++) {
+            fh_cbor_item e;
+            push_index(d, (size_t)i);
+            if (fh_cbor_head(&d->r, &e) != 0 || any_value(d, &e, depth + 1) != 0) {
+                return -1;
+            }
+            pop(d);
+        }
+        return 0;
+    case FH_CBOR_MAP:
+        return map_any(d, (size_t)it->arg, depth);
+    case FH_CBOR_TAG:
+        return fh_cbor_fail(&d->r, "tags are not allowed");
+    default:
+        if (it->info < 20 || it->info == 23 || it->info == 24) {
+            return fh_cbor_fail(&d->r, it->info == 23 ? "undefined is not allowed" : "simple value is not allowed");
+        }
+        return 0;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Init                                                                */
+/* ------------------------------------------------------------------ */
+
+static void params_reset(fh_params *p) {
+    free(p->envelope);
+    free(p->outputs);
+    free(p->params);
+    fh_cbor_writer_free(&p->strs);
+    fh_cbor_writer_free(&p->err);
+    fh_cbor_writer_free(&p->fail);
+    memset(p, 0, sizeof *p);
+}
+
+/* collect_params records the top-level parameters of the map that starts
+ * at r, which dec_init has checked. */
+static int collect_params(fh_params *p, fh_cbor_reader *r, size_t count) {
+    p->params = (param_entry *)calloc(count ? count : 1, sizeof(param_entry));
+    if (p->params == NULL) {
+        return -1;
+    }
+    p->param_count = count;
+    for (size_t i = 0; i < count; i++) {
+        param_entry *e = &p->params[i];
+        const char *name;
+        fh_cbor_read_text(r, &name, &e->name_len);
+        e->name_off = p->strs.len;
+        fh_cbor_put_raw(&p->strs, name, e->name_len);
+        tb_byte(&p->strs, '\0');
+        e->raw = r->p;
+        fh_cbor_reader v = *r;
+        fh_cbor_item it;
+        fh_cbor_head(&v, &it);
+        switch (it.major) {
+        case FH_CBOR_UINT:
+            e->type = FH_PARAM_INT;
+            e->i = (int64_t)it.arg;
+            break;
+        case FH_CBOR_NEGINT:
+            e->type = FH_PARAM_INT;
+            e->i = -(int64_t)it.arg - 1;
+            break;
+        case FH_CBOR_BYTES:
+            e->type = FH_PARAM_BYTES;
+            break;
+        case FH_CBOR_TEXT: {
+            e->type = FH_PARAM_TEXT;
+            e->text_len = (size_t)it.arg;
+            e->text_off = p->strs.len;
+            fh_cbor_put_raw(&p->strs, fh_cbor_string(&v, &it), e->text_len);
+            tb_byte(&p->strs, '\0');
+            break;
+        }
+        case FH_CBOR_ARRAY:
+            e->type = FH_PARAM_LIST;
+            break;
+        case FH_CBOR_MAP:
+            e->type = FH_PARAM_MAP;
+            break;
+        default:
+            if (it.info == 20 || it.info == 21) {
+                e->type = FH_PARAM_BOOL;
+                e->b = it.info == 21;
+            } else if (it.info == 22) {
+                e->type = FH_PARAM_NULL;
+            } else {
+                e->type = FH_PARAM_FLOAT;
+                e->f = fh_cbor_float_value(&it);
+            }
+            break;
+        }
+        if (fh_cbor_skip(r, 2) != 0) {
+            return -1;
+        }
+        e->raw_len = (size_t)(r->p - e->raw);
+    }
+    return 0;
+}
+
+static size_t init_computation_off, init_kind_off;
+
+static int dec_init(dec *d, fh_params *p, uint64_t *abi) {
+    size_t n, len;
+    uint32_t seen = 0;
+    const uint8_t *params_at = NULL;
+    size_t params_count = 0;
+    vec outputs = {0}; /* offsets */
+    int rc = 0;
+    if (fh_cbor_read_map(&d->r, &n) != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int f = field(d, init_fields, COUNT(init_fields), &seen);
+        rc = -1;
+        switch (f) {
+        case 0:
+            rc = fh_cbor_read_uint(&d->r, abi);
+            break;
+        case 1:
+            rc = dec_text(d, &p->strs, &init_computation_off, &len);
+            break;
+        case 2:
+            rc = dec_text(d, &p->strs, &init_kind_off, &len);
+            break;
+        case 3:
+            rc = fh_cbor_read_uint(&d->r, &p->partition);
+            break;
+        case 4: {
+            fh_cbor_item it;
+            if (fh_cbor_head(&d->r, &it) != 0) {
+                break;
+            }
+            if (it.major != FH_CBOR_MAP) {
+                fh_cbor_fail(&d->r, "expected map");
+                break;
+            }
+            params_at = d->r.p;
+            params_count = (size_t)it.arg;
+            rc = map_any(d, params_count, 1);
+            break;
+        }
+        case 5: {
+            size_t count;
+            if (fh_cbor_read_array(&d->r, &count) != 0) {
+                break;
+            }
+            rc = 0;
+            for (size_t j = 0; j < count && rc == 0; j++) {
+                size_t *off = (size_t *)vec_push(&outputs, sizeof(size_t));
+                push_index(d, j);
+                rc = off == NULL ? dec_oom(d) : dec_text(d, &p->strs, off, &len);
+                if (rc == 0) {
+                    pop(d);
+                }
+            }
+            break;
+        }
+        }
+        if (rc == 0) {
+            pop(d);
+        }
+    }
+    if (rc == 0) {
+        rc = required(d, init_fields, COUNT(init_fields), 0x2f, seen);
+    }
+    if (rc == 0 && fh_cbor_remaining(&d->r) > 0) {
+        rc = fh_cbor_fail(&d->r, "trailing bytes after the envelope");
+    }
+    if (rc == 0) {
+        p->output_count = outputs.n;
+        p->outputs = (const char **)calloc(outputs.n ? outputs.n : 1, sizeof(char *));
+        if (p->outputs == NULL) {
+            rc = dec_oom(d);
+        }
+    }
+    if (rc == 0 && params_at != NULL) {
+        fh_cbor_reader r;
+        fh_cbor_reader_init(&r, params_at, (size_t)(d->r.end - params_at));
+        if (collect_params(p, &r, params_count) != 0) {
+            rc = dec_oom(d);
+        }
+    }
+    if (rc == 0 && p->strs.failed) {
+        rc = dec_oom(d);
+    }
+    if (rc == 0) {
+        const char *base = (const char *)p->strs.buf;
+        p->computation = base + init_computation_off;
+        p->kind = base + init_kind_off;
+        for (size_t i = 0; i < outputs.n; i++) {
+            p->outputs[i] = base + ((size_t *)outputs.p)[i];
+        }
+        for (size_t i = 0; i < p->param_count; i++) {
+            param_entry *e = &p->params[i];
+            e->name = base + e->name_off;
+            if (e->type == FH_PARAM_TEXT) {
+                e->text = base + e->text_off;
+            }
+        }
+    }
+    free(outputs.p);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Version peeking                                                     */
+/* ------------------------------------------------------------------ */
+
+/* The Go SDK reads the version of an envelope that does not decode with
+ * abi.PeekVersion: fxamacker/cbor's default, lenient decoding into a
+ * struct with one field, abi. What follows mirrors what that accepts, so
+ * that both SDKs answer -3 to the same envelopes: any well-formed CBOR
+ * (indefinite lengths and tags included) nesting at most 64 levels, with
+ * at most 131072 elements per container; a map (behind tags other than
+ * 0-3) whose text keys are valid UTF-8 and whose other keys are
+ * integers; and the first key equal to "abi" in any case holding an
+ * unsigned integer or a simple value, possibly behind tags (not tags 0
+ * and 3; tag 2 holds a big-endian byte string that must fit 64 bits). */
+#define LAX_MAX_DEPTH 64
+#define LAX_MAX_ELEMENTS 131072
+
+/* lax_head reads a head, allowing what strict decoding refuses:
+ * indefinite lengths and breaks (both with info 31). */
+static int lax_head(fh_cbor_reader *r, fh_cbor_item *it) {
+    if (r->p < r->end && (*r->p & 0x1f) == 31 && (*r->p >> 5) >= FH_CBOR_BYTES && (*r->p >> 5) != FH_CBOR_TAG) {
+        it->major = *r->p >> 5;
+        it->info = 31;
+        it->arg = 0;
+        r->p++;
+        return 0;
+    }
+    return fh_cbor_head(r, it);
+}
+
+static bool is_break(const fh_cbor_item *it) { return it->major == FH_CBOR_SIMPLE && it->info == 31; }
+
+static bool at_break(const fh_cbor_reader *r) { return r->p < r->end && *r->p == 0xff; }
+
+/* lax_string steps over the rest of a byte or text string whose head was
+ * read; an indefinite one's chunks are appended to joined when it is not
+ * NULL (a definite one's content too). */
+static bool lax_string(fh_cbor_reader *r, const fh_cbor_item *it, fh_cbor_writer *joined) {
+    if (it->info != 31) {
+        const uint8_t *s = fh_cbor_string(r, it);
+        if (joined != NULL) {
+            fh_cbor_put_raw(joined, s, (size_t)it->arg);
+        }
+        return true;
+    }
+    for (;;) {
+        fh_cbor_item chunk;
+        if (lax_head(r, &chunk) != 0) {
+            return false;
+        }
+        if (is_break(&chunk)) {
+            return true;
+        }
+        if (chunk.major != it->major || chunk.info == 31) {
+            return false;
+        }
+        const uint8_t *s = fh_cbor_string(r, &chunk);
+        if (joined != NULL) {
+            fh_cbor_put_raw(joined, s, (size_t)chunk.arg);
+        }
+    }
+}
+
+/* lax_item steps over one well-formed item inside depth levels of
+ * containers (a chain of tags counts one level per tag after the first). */
+static bool lax_item(fh_cbor_reader *r, int depth) {
+    fh_cbor_item it;
+    if (lax_head(r, &it) != 0 || is_break(&it)) {
+        return false;
+    }
+    switch (it.major) {
+    case FH_CBOR_TAG:
+        while (r->p < r->end && (*r->p >> 5) == FH_CBOR_TAG) {
+            if (lax_head(r, &it) != 0 || ++depth > LAX_MAX_DEPTH) {
+                return false;
+            }
+        }
+        return lax_item(r, depth);
+    case FH_CBOR_BYTES:
+    case FH_CBOR_TEXT:
+        return lax_string(r, &it, NULL);
+    case FH_CBOR_ARRAY:
+    case FH_CBOR_MAP: {
+        if (++depth > LAX_MAX_DEPTH) {
+            return false;
+        }
+        uint64_t per = it.major == FH_CBOR_MAP ? 2 : 1;
+        if (it.info != 31) {
+            if (it.arg > LAX_MAX_ELEMENTS) {
+                return false;
+            }
+            for (uint64_t i = 0; i < it.arg * per; i++) {
+                if (!lax_item(r, depth)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+        uint64_t items = 0;
+        while (!at_break(r)) {
+            if (!lax_item(r, depth) || ++items > LAX_MAX_ELEMENTS * per) {
+                return false;
+            }
+        }
+        r->p++;
+        return items % per == 0;
+    }
+    default:
+        return true;
+    }
+}
+
+/* lax_abi reads the value of the abi field. */
+static bool lax_abi(fh_cbor_reader *r, int depth, uint64_t *version) {
+    fh_cbor_item it;
+    if (lax_head(r, &it) != 0) {
+        return false;
+    }
+    bool first = true, time = false;
+    while (it.major == FH_CBOR_TAG) {
+        if (!first && ++depth > LAX_MAX_DEPTH) {
+            return false;
+        }
+        first = false;
+        time = time || it.arg == 1;
+        if (it.arg == 0 || it.arg == 3) {
+            return false; /* a time text or a negative bignum */
+        }
+        if (it.arg == 2) {
+            fh_cbor_item b;
+            fh_cbor_writer bytes = {0};
+            bool ok = lax_head(r, &b) == 0 && b.major == FH_CBOR_BYTES && lax_string(r, &b, &bytes) && !bytes.failed;
+            uint64_t v = 0;
+            for (size_t i = 0; ok && i < bytes.len; i++) {
+                if (v >> 56 != 0) {
+                    ok = false;
+                }
+                v = v << 8 | bytes.buf[i];
+            }
+            fh_cbor_writer_free(&bytes);
+            *version = v;
+            return ok;
+        }
+        if (lax_head(r, &it) != 0) {
+            return false;
+        }
+    }
+    /* Simple values other than booleans, null and undefined decode to
+     * their number, except as epoch times (tag 1). */
+    bool simple = it.major == FH_CBOR_SIMPLE && (it.info < 20 || it.info == 24) && !time;
+    if (it.major != FH_CBOR_UINT && !simple) {
+        return false;
+    }
+    *version = it.arg;
+    return true;
+}
+
+/* peek_version reads the abi field of an envelope that strict decoding
+ * refused, as abi.PeekVersion does (see above). */
+static bool peek_version(const void *data, size_t len, uint64_t *version) {
+    fh_cbor_reader r;
+    fh_cbor_item it;
+    int depth = 0;
+    fh_cbor_reader_init(&r, data, len);
+    if (lax_head(&r, &it) != 0) {
+        return false;
+    }
+    for (bool first = true; it.major == FH_CBOR_TAG; first = false) {
+        if (it.arg <= 3 || (!first && ++depth > LAX_MAX_DEPTH) || lax_head(&r, &it) != 0) {
+            return false;
+        }
+    }
+    if (it.major != FH_CBOR_MAP || ++depth > LAX_MAX_DEPTH || (it.info != 31 && it.arg > LAX_MAX_ELEMENTS)) {
+        return false;
+    }
+    bool found = false, ok = false;
+    fh_cbor_writer key = {0};
+    for (uint64_t i = 0; it.info == 31 || i < it.arg; i++) {
+        if (it.info == 31 && at_break(&r)) {
+            r.p++;
+            break;
+        }
+        fh_cbor_item k;
+        if (i >= LAX_MAX_ELEMENTS || lax_head(&r, &k) != 0) {
+            fh_cbor_writer_free(&key);
+            return false;
+        }
+        bool match = false;
+        if (k.major == FH_CBOR_TEXT) {
+            key.len = 0;
+            if (!lax_string(&r, &k, &key) || key.failed || !fh_cbor_utf8_valid(key.buf, key.len)) {
+                fh_cbor_writer_free(&key);
+                return false;
+            }
+            match = key.len == 3 && (key.buf[0] | 0x20) == 'a' && (key.buf[1] | 0x20) == 'b' && (key.buf[2] | 0x20) == 'i';
+        } else if (k.major != FH_CBOR_UINT && k.major != FH_CBOR_NEGINT) {
+            fh_cbor_writer_free(&key);
+            return false;
+        }
+        if (match && !found) {
+            found = true;
+            ok = lax_abi(&r, depth, version);
+            if (!ok) {
+                break;
+            }
+        } else if (!lax_item(&r, depth)) {
+            fh_cbor_writer_free(&key);
+            return false;
+        }
+    }
+    fh_cbor_writer_free(&key);
+    return ok && fh_cbor_remaining(&r) == 0;
+}
+
+/* bad_envelope logs why an envelope did not decode and returns the
+ * status: -3 when its abi field names another version, -1 otherwise. */
+static int bad_envelope(const char *what, const void *data, size_t len, const dec *d) {
+    uint64_t v;
+    fh_cbor_writer *m = msg_begin();
+    if (peek_version(data, len, &v) && v != ABI_VERSION) {
+        tb_str(m, "flowhost: ");
+        tb_str(m, what);
+        tb_str(m, " speaks ABI version ");
+        tb_u64(m, v);
+        tb_str(m, "; this SDK speaks 1");
+        msg_log(FH_LOG_ERROR);
+        return -3;
+    }
+    tb_str(m, "flowhost: cannot decode the ");
+    tb_str(m, what);
+    tb_str(m, ": ");
+    dec_error(d, m);
+    msg_log(FH_LOG_ERROR);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry points                                                        */
+/* ------------------------------------------------------------------ */
+
+void *fh_entry_alloc(int32_t size) {
+    if (size < 0) {
+        return NULL;
+    }
+    size_t n = size > 0 ? (size_t)size : 1;
+    if (g.in == NULL || g.in_cap < n || (g.in_cap > SHRINK_ABOVE && g.in_cap / 4 > n)) {
+        free(g.in);
+        g.in = (uint8_t *)malloc(n);
+        g.in_cap = g.in ? n : 0;
+    }
+    /* The next call may use only what this one asked for. */
+    g.in_len = g.in ? n : 0;
+    return g.in;
+}
+
+/* region_ok checks that ptr/len lies in the region flowhost_alloc handed
+ * out, and logs why not. */
+static bool region_ok(const char *fn, const void *ptr, int32_t len) {
+    if (g.in != NULL && ptr == g.in && len >= 0 && (size_t)len <= g.in_len) {
+        return true;
+    }
+    fh_cbor_writer *m = msg_begin();
+    tb_str(m, "flowhost: ");
+    tb_str(m, fn);
+    tb_str(m, "(");
+    tb_u64(m, (uint64_t)(uintptr_t)ptr);
+    tb_str(m, ", ");
+    tb_i64(m, len);
+    tb_str(m, ") names memory that flowhost_alloc did not hand out");
+    msg_log(FH_LOG_ERROR);
+    return false;
+}
+
+static int out_of_memory(void) {
+    fh_log(FH_LOG_ERROR, "flowhost: out of memory");
+    return -2;
+}
+
+/* put_key writes a map key: a short text string. */
+static void put_key(fh_cbor_writer *w, const char *name) { fh_cbor_put_text(w, name, strlen(name)); }
+
+/* put_error_text writes an error text, or the generic one when it is empty. */
+static void put_error_text(fh_cbor_writer *w, const fh_cbor_writer *text) {
+    fh_cbor_put_text(w, text->len ? (const char *)text->buf : no_message, text->len ? text->len : strlen(no_message));
+}
+
+/* set_error records msg (sanitized, or the generic text) in w. */
+static void set_error(fh_cbor_writer *w, const char *msg) {
+    w->len = 0;
+    w->failed = false;
+    if (msg == NULL || *msg == '\0') {
+        tb_str(w, no_message);
+    } else {
+        tb_sanitized(w, msg, strlen(msg));
+    }
+    (void)tb_cstr(w);
+}
+
+int fh_entry_init(const void *ptr, int32_t len, const uint8_t **out, size_t *out_len) {
+    *out = NULL;
+    *out_len = 0;
+    if (!region_ok("flowhost_init", ptr, len)) {
+        return -1;
+    }
+    g.active = NULL;
+    g.initialized = false;
+    g.init_called = false;
+    fh_params *p = &g.params;
+    params_reset(p);
+    /* The values must outlive the region, which later requests reuse. */
+    p->envelope = (uint8_t *)malloc(len > 0 ? (size_t)len : 1);
+    if (p->envelope == NULL) {
+        return out_of_memory();
+    }
+    if (len > 0) {
+        memcpy(p->envelope, ptr, (size_t)len);
+    }
+    p->envelope_len = (size_t)len;
+
+    dec d;
+    memset(&d, 0, sizeof d);
+    fh_cbor_reader_init(&d.r, p->envelope, p->envelope_len);
+    uint64_t abi = 0;
+    int rc = dec_init(&d, p, &abi);
+    if (d.oom) {
+        params_reset(p);
+        return out_of_memory();
+    }
+    if (rc != 0) {
+        rc = bad_envelope("init envelope", p->envelope, p->envelope_len, &d);
+        params_reset(p);
+        return rc;
+    }
+    if (abi != ABI_VERSION) {
+        fh_cbor_writer *m = msg_begin();
+        tb_str(m, "flowhost: init envelope speaks ABI version ");
+        tb_u64(m, abi);
+        tb_str(m, "; this SDK speaks 1");
+        msg_log(FH_LOG_ERROR);
+        params_reset(p);
+        return -3;
+    }
+    const char *problem = NULL;
+    if (strcmp(p->kind, "transform") != 0 && strcmp(p->kind, "map") != 0) {
+        problem = "kind: unknown kind (want transform or map)";
+    } else if (*p->computation == '\0') {
+        problem = "computation: empty";
+    }
+    for (size_t i = 0; i < p->output_count && problem == NULL; i++) {
+        if (*p->outputs[i] == '\0') {
+            problem = "output_streams: an empty stream name";
+        }
+        for (size_t j = 0; j < i && problem == NULL; j++) {
+            if (strcmp(p->outputs[i], p->outputs[j]) == 0) {
+                problem = "output_streams: a stream is declared twice";
+            }
+        }
+    }
+    if (problem != NULL) {
+        fh_cbor_writer *m = msg_begin();
+        tb_str(m, "flowhost: invalid init envelope: ");
+        tb_str(m, problem);
+        msg_log(FH_LOG_ERROR);
+        params_reset(p);
+        return -1;
+    }
+    g.init_called = true;
+    if (flowhost_init_params != NULL) {
+        int user = flowhost_init_params(p);
+        if (user != 0) {
+            writer_shrink(&g.out);
+            fh_cbor_writer text = {0};
+            if (p->has_fail) {
+                tb_bytes(&text, p->fail.buf, p->fail.len);
+            } else if (p->has_err) {
+                tb_bytes(&text, p->err.buf, p->err.len);
+            } else {
+                tb_str(&text, "flowhost_init_params returned ");
+                tb_i64(&text, user);
+            }
+            fh_cbor_put_head(&g.out, FH_CBOR_MAP, 1);
+            put_key(&g.out, "error");
+            put_error_text(&g.out, &text);
+            fh_cbor_writer_free(&text);
+            if (g.out.failed) {
+                return out_of_memory();
+            }
+            *out = g.out.buf;
+            *out_len = g.out.len;
+            return 0;
+        }
+    }
+    g.initialized = true;
+    return 0;
+}
+
+/* begin_key makes k the key being processed, with no effects yet. */
+static void begin_key(fh_key *k) {
+    g.active = k;
+    k->next_timer = k->next_message = 0;
+    k->current = -1;
+    k->failed = false;
+    g.emits.len = 0;
+    g.emit_count = 0;
+    g.tset.n = 0;
+    g.tbytes.len = 0;
+    g.cancels.n = 0;
+    g.op = STATE_KEEP;
+    g.state.len = 0;
+    g.key_err.len = 0;
+}
+
+/* finish_key appends k's entry to the response when it has one, and
+ * counts it. */
+static void finish_key(fh_key *k, size_t *entries) {
+    fh_cbor_writer *w = &g.out;
+    if (k->failed) {
+        fh_cbor_put_head(w, FH_CBOR_MAP, 2);
+        put_key(w, "key");
+        fh_cbor_put_text(w, k->text, k->text_len);
+        put_key(w, "error");
+        put_error_text(w, &g.key_err);
+        ++*entries;
+        return;
+    }
+    size_t fields = 1 + (g.emit_count > 0) + (g.op == STATE_REPLACE ? 2 : g.op == STATE_DELETE) + (g.tset.n > 0) +
+                    (g.cancels.n > 0);
+    if (fields == 1) {
+        return;
+    }
+    fh_cbor_put_head(w, FH_CBOR_MAP, fields);
+    put_key(w, "key");
+    fh_cbor_put_text(w, k->text, k->text_len);
+    if (g.emit_count > 0) {
+        put_key(w, "emits");
+        fh_cbor_put_head(w, FH_CBOR_ARRAY, g.emit_count);
+        fh_cbor_put_raw(w, g.emits.buf, g.emits.len);
+    }
+    if (g.op == STATE_REPLACE) {
+        put_key(w, "state");
+        fh_cbor_put_bytes(w, g.state.buf, g.state.len);
+    }
+    if (g.op != STATE_KEEP) {
+        put_key(w, "state_op");
+        fh_cbor_put_uint(w, (uint64_t)g.op);
+    }
+    if (g.tset.n > 0) {
+        put_key(w, "timers_set");
+        fh_cbor_put_head(w, FH_CBOR_ARRAY, g.tset.n);
+        const timer_set *ts = (const timer_set *)g.tset.p;
+        for (size_t i = 0; i < g.tset.n; i++) {
+            const timer_set *t = &ts[i];
+            fh_cbor_put_head(w, FH_CBOR_MAP, 1 + (t->payload_len > 0) + t->has_event_ts);
+            if (t->payload_len > 0) {
+                put_key(w, "payload");
+                fh_cbor_put_bytes(w, g.tbytes.buf + t->payload_off, t->payload_len);
+            }
+            if (t->has_event_ts) {
+                put_key(w, "event_ts");
+                fh_cbor_put_int(w, t->event_ts);
+            }
+            put_key(w, "trigger_ts");
+            fh_cbor_put_int(w, t->trigger);
+        }
+    }
+    if (g.cancels.n > 0) {
+        put_key(w, "timers_cancel");
+        fh_cbor_put_head(w, FH_CBOR_ARRAY, g.cancels.n);
+        const int64_t *cs = (const int64_t *)g.cancels.p;
+        for (size_t i = 0; i < g.cancels.n; i++) {
+            fh_cbor_put_int(w, cs[i]);
+        }
+    }
+    ++*entries;
+}
+
+int fh_entry_process(const void *ptr, int32_t len, const uint8_t **out, size_t *out_len) {
+    *out = NULL;
+    *out_len = 0;
+    g.active = NULL;
+    if (!region_ok("flowhost_process", ptr, len)) {
+        return -1;
+    }
+    if (flowhost_init_params != NULL && !g.initialized) {
+        fh_log(FH_LOG_ERROR, "flowhost: flowhost_process called before a successful flowhost_init");
+        return -2;
+    }
+    vec_shrink(&g.keys, sizeof(fh_key));
+    vec_shrink(&g.timers, sizeof(fh_timer));
+    vec_shrink(&g.messages, sizeof(fh_message));
+    writer_shrink(&g.strs);
+    writer_shrink(&g.out);
+    writer_shrink(&g.emits);
+    writer_shrink(&g.tbytes);
+    writer_shrink(&g.state);
+    vec_shrink(&g.tset, sizeof(timer_set));
+    vec_shrink(&g.cancels, sizeof(int64_t));
+    memset(&g.batch, 0, sizeof g.batch);
+    g.batch_failed = g.fatal = g.oom = false;
+    g.batch_err.len = 0;
+
+    dec d;
+    memset(&d, 0, sizeof d);
+    fh_cbor_reader_init(&d.r, ptr, (size_t)len);
+    request_abi = 0;
+    int rc = dec_request(&d);
+    if (d.oom) {
+        return out_of_memory();
+    }
+    if (rc != 0) {
+        return bad_envelope("request", ptr, (size_t)len, &d);
+    }
+    resolve_request();
+    if (request_abi != ABI_VERSION) {
+        fh_cbor_writer *m = msg_begin();
+        tb_str(m, "flowhost: request speaks ABI version ");
+        tb_u64(m, request_abi);
+        tb_str(m, "; this SDK speaks 1");
+        msg_log(FH_LOG_ERROR);
+        return -3;
+    }
+    g.batch.is_map = strcmp(g.batch.kind, "map") == 0;
+    if (!g.batch.is_map && strcmp(g.batch.kind, "transform") != 0) {
+        fh_cbor_writer *m = msg_begin();
+        tb_str(m, "flowhost: request of unknown kind ");
+        tb_quote(m, g.batch.kind, strlen(g.batch.kind));
+        msg_log(FH_LOG_ERROR);
+        return -1;
+    }
+
+    /* The keys array's head goes in front once its count is known. */
+    fh_cbor_reserve(&g.out, RESPONSE_PREFIX);
+    size_t entries = 0;
+    fh_key *keys = (fh_key *)g.keys.p;
+    for (size_t i = 0; i < g.keys.n && !g.batch_failed; i++) {
+        fh_key *k = &keys[i];
+        begin_key(k);
+        int user = flowhost_process_key(k);
+        g.active = NULL;
+        if (g.fatal) {
+            return -2;
+        }
+        if (g.batch_failed) {
+            break;
+        }
+        if (user != 0 && !k->failed) {
+            k->failed = true;
+            g.key_err.len = 0;
+            tb_str(&g.key_err, "flowhost_process_key returned ");
+            tb_i64(&g.key_err, user);
+            (void)tb_cstr(&g.key_err);
+        }
+        finish_key(k, &entries);
+    }
+    if (g.oom || g.out.failed || g.emits.failed || g.tbytes.failed || g.state.failed || g.key_err.failed) {
+        return out_of_memory();
+    }
+    if (g.batch_failed) {
+        g.out.len = 0;
+        fh_cbor_put_head(&g.out, FH_CBOR_MAP, 2);
+        put_key(&g.out, "keys");
+        fh_cbor_put_head(&g.out, FH_CBOR_ARRAY, 0);
+        put_key(&g.out, "error");
+        put_error_text(&g.out, &g.batch_err);
+        if (g.out.failed) {
+            return out_of_memory();
+        }
+        *out = g.out.buf;
+        *out_len = g.out.len;
+        return 0;
+    }
+    uint8_t head[RESPONSE_PREFIX];
+    size_t n = 0;
+    head[n++] = 0xa1; /* map of 1 */
+    head[n++] = 0x64; /* text of 4 */
+    memcpy(head + n, "keys", 4);
+    n += 4;
+    n += fh_cbor_encode_head(head + n, FH_CBOR_ARRAY, entries);
+    uint8_t *start = g.out.buf + RESPONSE_PREFIX - n;
+    memcpy(start, head, n);
+    *out = start;
+    *out_len = g.out.len - (RESPONSE_PREFIX - n);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The key API                                                         */
+/* ------------------------------------------------------------------ */
+
+const fh_batch *fh_batch_of(const fh_key *k) {
+    (void)k;
+    return &g.batch;
+}
+
+const char *fh_key_text(const fh_key *k, size_t *len) {
+    if (len != NULL) {
+        *len = k->text_len;
+    }
+    return k->text;
+}
+
+size_t fh_key_index(const fh_key *k) { return k->index; }
+
+size_t fh_input_count(const fh_key *k) { return k->timer_count + k->message_count; }
+size_t fh_timer_count(const fh_key *k) { return k->timer_count; }
+size_t fh_message_count(const fh_key *k) { return k->message_count; }
+
+const fh_timer *fh_timer_at(const fh_key *k, size_t i) { return i < k->timer_count ? &k->timers[i] : NULL; }
+
+const fh_message *fh_message_at(const fh_key *k, size_t i) { return i < k->message_count ? &k->messages[i] : NULL; }
+
+const fh_timer *fh_next_timer(fh_key *k) {
+    if (k->next_timer < k->timer_count) {
+        const fh_timer *t = &k->timers[k->next_timer++];
+        k->current = t->input;
+        return t;
+    }
+    fh_clear_current(k);
+    return NULL;
+}
+
+const fh_message *fh_next_message(fh_key *k) {
+    if (k->next_message < k->message_count) {
+        const fh_message *m = &k->messages[k->next_message++];
+        k->current = m->input;
+        return m;
+    }
+    fh_clear_current(k);
+    return NULL;
+}
+
+void fh_clear_current(fh_key *k) {
+    k->next_timer = k->next_message = 0;
+    k->current = -1;
+}
+
+int64_t fh_current_input(const fh_key *k) { return k->current; }
+
+bool fh_state(const fh_key *k, const uint8_t **data, size_t *len) {
+    const uint8_t *d = NULL;
+    size_t n = 0;
+    bool has = false;
+    if (k == g.active && g.op == STATE_REPLACE) {
+        d = g.state.buf ? g.state.buf : empty_bytes;
+        n = g.state.len;
+        has = true;
+    } else if (k != g.active || g.op == STATE_KEEP) {
+        if (k->has_state) {
+            d = k->state;
+            n = k->state_len;
+            has = true;
+        }
+    }
+    if (data != NULL) {
+        *data = d;
+    }
+    if (len != NULL) {
+        *len = n;
+    }
+    return has;
+}
+
+int fh_set_state(fh_key *k, const void *data, size_t len) {
+    if (!usable(k, "fh_set_state") || !require_transform("fh_set_state")) {
+        return -1;
+    }
+    if (data == NULL && len > 0) {
+        return usage("flowhost: fh_set_state with NULL data and a length");
+    }
+    const uint8_t *src = (const uint8_t *)data;
+    bool inside = g.state.buf != NULL && src >= g.state.buf && src < g.state.buf + g.state.cap;
+    g.state.len = 0;
+    uint8_t *dst = fh_cbor_reserve(&g.state, len);
+    if (dst == NULL && len > 0) {
+        g.oom = true;
+        return -1;
+    }
+    if (len > 0) {
+        /* The new state may be (part of) the current one: fh_state hands
+         * out this very buffer, which reserve did not move. */
+        if (inside) {
+            memmove(dst, src, len);
+        } else {
+            memcpy(dst, src, len);
+        }
+    }
+    g.op = STATE_REPLACE;
+    return 0;
+}
+
+int fh_delete_state(fh_key *k) {
+    if (!usable(k, "fh_delete_state") || !require_transform("fh_delete_state")) {
+        return -1;
+    }
+    g.op = STATE_DELETE;
+    g.state.len = 0;
+    return 0;
+}
+
+/* declared reports whether stream may be emitted to: one of the declared
+ * output streams, or, before any init, valid text. */
+static bool declared(const char *stream, size_t len) {
+    if (!g.init_called) {
+        return fh_cbor_utf8_valid((const uint8_t *)stream, len);
+    }
+    for (size_t i = 0; i < g.params.output_count; i++) {
+        if (strcmp(g.params.outputs[i], stream) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ensure_bitmap makes the parent bitmap cover n inputs. */
+static bool ensure_bitmap(size_t inputs) {
+    size_t bytes = (inputs + 7) / 8;
+    while (g.bitmap.n < bytes) {
+        if (vec_push(&g.bitmap, 1) == NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int fh_emit(fh_key *k, const char *stream, const void *payload, size_t len) {
+    return fh_emit_with(k, stream, payload, len, NULL);
+}
+
+int fh_emit_with(fh_key *k, const char *stream, const void *payload, size_t len, const fh_emit_opts *opts) {
+    static const fh_emit_opts defaults;
+    if (!usable(k, "fh_emit")) {
+        return -1;
+    }
+    if (opts == NULL) {
+        opts = &defaults;
+    }
+    if (stream == NULL) {
+        return usage("flowhost: fh_emit with a NULL stream");
+    }
+    size_t stream_len = strlen(stream);
+    if (!declared(stream, stream_len)) {
+        fh_cbor_writer *m = msg_begin();
+        tb_str(m, "flowhost: fh_emit to ");
+        tb_quote(m, stream, stream_len);
+        if (!g.init_called) {
+            tb_str(m, ", which is not valid UTF-8");
+        } else {
+            tb_str(m, ", which is not a declared output stream (declared: ");
+            for (size_t i = 0; i < g.params.output_count; i++) {
+                if (i > 0) {
+                    tb_str(m, ", ");
+                }
+                tb_str(m, g.params.outputs[i]);
+            }
+            tb_str(m, ")");
+        }
+        return usage_end();
+    }
+    if (payload == NULL && len > 0) {
+        return usage("flowhost: fh_emit with a NULL payload and a length");
+    }
+    size_t key_len = opts->key ? strlen(opts->key) : 0;
+    if (!fh_cbor_utf8_valid((const uint8_t *)opts->key, key_len)) {
+        return usage("flowhost: fh_emit_opts.key is not valid UTF-8");
+    }
+    bool explicit_parents = opts->parents != NULL || opts->parent_count > 0;
+    size_t inputs = fh_input_count(k);
+    size_t unique = 0;
+    uint8_t *bits = NULL;
+    if (explicit_parents) {
+        if (opts->parents == NULL || opts->parent_count == 0) {
+            return usage("flowhost: fh_emit_opts.parents without inputs; use all_parents for every input");
+        }
+        if (opts->all_parents) {
+            return usage("flowhost: fh_emit_opts sets both parents and all_parents");
+        }
+        for (size_t i = 0; i < opts->parent_count; i++) {
+            if (opts->parents[i] >= inputs) {
+                fh_cbor_writer *m = msg_begin();
+                tb_str(m, "flowhost: fh_emit parent ");
+                tb_u64(m, opts->parents[i]);
+                tb_str(m, ": key ");
+                tb_quote(m, k->text, k->text_len);
+                tb_str(m, " has ");
+                tb_u64(m, inputs);
+                tb_str(m, " inputs");
+                return usage_end();
+            }
+        }
+        if (!ensure_bitmap(inputs)) {
+            g.oom = true;
+            return -1;
+        }
+        bits = (uint8_t *)g.bitmap.p;
+        for (size_t i = 0; i < opts->parent_count; i++) {
+            uint32_t p = opts->parents[i];
+            if (!(bits[p / 8] & (1u << (p % 8)))) {
+                bits[p / 8] |= (uint8_t)(1u << (p % 8));
+                unique++;
+            }
+        }
+    }
+    if (k->failed) {
+        /* The key's effects are dropped; only the checks above matter. */
+        if (bits != NULL) {
+            for (size_t i = 0; i < opts->parent_count; i++) {
+                bits[opts->parents[i] / 8] = 0;
+            }
+        }
+        return 0;
+    }
+    bool own = !explicit_parents && !opts->all_parents && k->current >= 0;
+    fh_cbor_writer *w = &g.emits;
+    fh_cbor_put_head(w, FH_CBOR_MAP, 2 + (key_len > 0) + (explicit_parents || own) + opts->has_event_ts);
+    if (key_len > 0) {
+        put_key(w, "key");
+        fh_cbor_put_text(w, opts->key, key_len);
+    }
+    put_key(w, "stream");
+    fh_cbor_put_text(w, stream, stream_len);
+    if (explicit_parents) {
+        put_key(w, "parents");
+        fh_cbor_put_head(w, FH_CBOR_ARRAY, unique);
+        for (size_t i = 0; i < opts->parent_count; i++) {
+            uint32_t p = opts->parents[i];
+            if (bits[p / 8] & (1u << (p % 8))) {
+                fh_cbor_put_uint(w, p);
+                bits[p / 8] &= (uint8_t) ~(1u << (p % 8));
+            }
+        }
+    } else if (own) {
+        put_key(w, "parents");
+        fh_cbor_put_head(w, FH_CBOR_ARRAY, 1);
+        fh_cbor_put_uint(w, (uint64_t)k->current);
+    }
+    put_key(w, "payload");
+    fh_cbor_put_bytes(w, payload, len);
+    if (opts->has_event_ts) {
+        put_key(w, "event_ts");
+        fh_cbor_put_int(w, opts->event_ts);
+    }
+    g.emit_count++;
+    return 0;
+}
+
+int fh_set_timer(fh_key *k, int64_t trigger) { return fh_set_timer_with(k, trigger, NULL); }
+
+int fh_set_timer_with(fh_key *k, int64_t trigger, const fh_timer_opts *opts) {
+    if (!usable(k, "fh_set_timer") || !require_transform("fh_set_timer")) {
+        return -1;
+    }
+    if (opts != NULL && opts->payload == NULL && opts->payload_len > 0) {
+        return usage("flowhost: fh_timer_opts.payload is NULL with a length");
+    }
+    if (k->failed) {
+        return 0;
+    }
+    timer_set *t = (timer_set *)vec_push(&g.tset, sizeof(timer_set));
+    if (t == NULL) {
+        g.oom = true;
+        return -1;
+    }
+    t->trigger = trigger;
+    if (opts != NULL) {
+        t->has_event_ts = opts->has_event_ts;
+        t->event_ts = opts->event_ts;
+        t->payload_off = g.tbytes.len;
+        t->payload_len = opts->payload_len;
+        fh_cbor_put_raw(&g.tbytes, opts->payload, opts->payload_len);
+    }
+    return 0;
+}
+
+int fh_cancel_timer(fh_key *k, int64_t trigger) {
+    if (!usable(k, "fh_cancel_timer") || !require_transform("fh_cancel_timer")) {
+        return -1;
+    }
+    if (k->failed) {
+        return 0;
+    }
+    timer_set *ts = (timer_set *)g.tset.p;
+    size_t kept = 0;
+    for (size_t i = 0; i < g.tset.n; i++) {
+        if (ts[i].trigger != trigger) {
+            ts[kept++] = ts[i];
+        }
+    }
+    g.tset.n = kept;
+    const int64_t *cs = (const int64_t *)g.cancels.p;
+    for (size_t i = 0; i < g.cancels.n; i++) {
+        if (cs[i] == trigger) {
+            return 0;
+        }
+    }
+    int64_t *c = (int64_t *)vec_push(&g.cancels, sizeof(int64_t));
+    if (c == NULL) {
+        g.oom = true;
+        return -1;
+    }
+    *c = trigger;
+    return 0;
+}
+
+int fh_fail_key(fh_key *k, const char *msg) {
+    if (!usable(k, "fh_fail_key")) {
+        return -1;
+    }
+    if (!k->failed) {
+        k->failed = true;
+        set_error(&g.key_err, msg);
+    }
+    return -1;
+}
+
+const char *fh_key_error(const fh_key *k) {
+    if (k == NULL || k != g.active || !k->failed) {
+        return NULL;
+    }
+    return g.key_err.len ? (const char *)g.key_err.buf : no_message;
+}
+
+int fh_fail_batch(fh_key *k, const char *msg) {
+    if (!usable(k, "fh_fail_batch")) {
+        return -1;
+    }
+    if (!g.batch_failed) {
+        g.batch_failed = true;
+        set_error(&g.batch_err, msg);
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Parameters                                                          */
+/* ------------------------------------------------------------------ */
+
+const char *fh_params_computation(const fh_params *p) { return p->computation; }
+const char *fh_params_kind(const fh_params *p) { return p->kind; }
+uint64_t fh_params_partition(const fh_params *p) { return p->partition; }
+size_t fh_params_output_count(const fh_params *p) { return p->output_count; }
+
+const char *fh_params_output(const fh_params *p, size_t i) { return i < p->output_count ? p->outputs[i] : NULL; }
+
+size_t fh_param_count(const fh_params *p) { return p->param_count; }
+
+const char *fh_param_name(const fh_params *p, size_t i) { return i < p->param_count ? p->params[i].name : NULL; }
+
+static const param_entry *find_param(const fh_params *p, const char *name) {
+    if (name == NULL) {
+        return NULL;
+    }
+    size_t n = strlen(name);
+    for (size_t i = 0; i < p->param_count; i++) {
+        if (p->params[i].name_len == n && memcmp(p->params[i].name, name, n) == 0) {
+            return &p->params[i];
+        }
+    }
+    return NULL;
+}
+
+fh_param_type fh_param_type_of(const fh_params *p, const char *name) {
+    const param_entry *e = find_param(p, name);
+    return e ? e->type : FH_PARAM_MISSING;
+}
+
+bool fh_param_has(const fh_params *p, const char *name) { return find_param(p, name) != NULL; }
+
+static const char *const type_names[] = {
+    [FH_PARAM_MISSING] = "missing", [FH_PARAM_NULL] = "null",  [FH_PARAM_BOOL] = "bool",
+    [FH_PARAM_INT] = "integer",     [FH_PARAM_FLOAT] = "float", [FH_PARAM_TEXT] = "string",
+    [FH_PARAM_BYTES] = "bytes",     [FH_PARAM_LIST] = "list",   [FH_PARAM_MAP] = "map",
+};
+
+/* param_error starts the message `parameter "name"` in p->err. */
+static fh_cbor_writer *param_error(fh_params *p, const char *name) {
+    p->err.len = 0;
+    p->err.failed = false;
+    p->has_err = true;
+    tb_str(&p->err, "parameter ");
+    tb_quote(&p->err, name, strlen(name));
+    return &p->err;
+}
+
+/* lookup finds a parameter or records that it is missing. */
+static const param_entry *lookup(fh_params *p, const char *name) {
+    const param_entry *e = find_param(p, name);
+    if (e == NULL) {
+        tb_str(param_error(p, name ? name : ""), " is missing");
+        (void)tb_cstr(&p->err);
+    }
+    return e;
+}
+
+static int wrong_type(fh_params *p, const char *name, const char *want, const param_entry *e) {
+    fh_cbor_writer *w = param_error(p, name);
+    tb_str(w, ": expected ");
+    tb_str(w, want);
+    tb_str(w, ", got ");
+    tb_str(w, type_names[e->type]);
+    (void)tb_cstr(w);
+    return FH_PARAM_ERR_TYPE;
+}
+
+int fh_param_string(fh_params *p, const char *name, const char **value, size_t *len) {
+    const param_entry *e = lookup(p, name);
+    if (e == NULL) {
+        return FH_PARAM_ERR_MISSING;
+    }
+    if (e->type != FH_PARAM_TEXT) {
+        return wrong_type(p, name, "string", e);
+    }
+    *value = e->text;
+    if (len != NULL) {
+        *len = e->text_len;
+    }
+    return 0;
+}
+
+int fh_param_int(fh_params *p, const char *name, int64_t *value) {
+    const param_entry *e = lookup(p, name);
+    if (e == NULL) {
+        return FH_PARAM_ERR_MISSING;
+    }
+    if (e->type == FH_PARAM_INT) {
+        *value = e->i;
+        return 0;
+    }
+    /* 2^63 as a double: the first value past int64. */
+    if (e->type == FH_PARAM_FLOAT && e->f == __builtin_trunc(e->f) && e->f >= -9223372036854775808.0 &&
+        e->f < 9223372036854775808.0) {
+        *value = (int64_t)e->f;
+        return 0;
+    }
+    return wrong_type(p, name, "integer", e);
+}
+
+int fh_param_float(fh_params *p, const char *name, double *value) {
+    const param_entry *e = lookup(p, name);
+    if (e == NULL) {
+        return FH_PARAM_ERR_MISSING;
+    }
+    if (e->type == FH_PARAM_FLOAT) {
+        *value = e->f;
+        return 0;
+    }
+    if (e->type == FH_PARAM_INT) {
+        *value = (double)e->i;
+        return 0;
+    }
+    return wrong_type(p, name, "number", e);
+}
+
+int fh_param_bool(fh_params *p, const char *name, bool *value) {
+    const param_entry *e = lookup(p, name);
+    if (e == NULL) {
+        return FH_PARAM_ERR_MISSING;
+    }
+    if (e->type != FH_PARAM_BOOL) {
+        return wrong_type(p, name, "bool", e);
+    }
+    *value = e->b;
+    return 0;
+}
+
+int fh_param_raw(fh_params *p, const char *name, const uint8_t **cbor, size_t *len) {
+    const param_entry *e = lookup(p, name);
+    if (e == NULL) {
+        return FH_PARAM_ERR_MISSING;
+    }
+    *cbor = e->raw;
+    *len = e->raw_len;
+    return 0;
+}
+
+/* parse_duration is Go's time.ParseDuration; on failure it appends Go's
+ * message to err and returns -1. */
+static int parse_duration(const char *s, size_t n, int64_t *out, fh_cbor_writer *err) {
+    static const struct {
+        const char *name;
+        uint64_t ns;
+    } units[] = {
+        {"ns", 1ull},
+        {"us", 1000ull},
+        {"\xc2\xb5s", 1000ull}, /* U+00B5 micro sign */
+        {"\xce\xbcs", 1000ull}, /* U+03BC Greek mu */
+        {"ms", 1000000ull},
+        {"s", 1000000000ull},
+        {"m", 60000000000ull},
+        {"h", 3600000000000ull},
+    };
+    const uint64_t limit = (uint64_t)1 << 63;
+    const char *orig = s;
+    size_t orig_n = n;
+    uint64_t d = 0;
+    bool neg = false;
+    if (n > 0 && (s[0] == '-' || s[0] == '+')) {
+        neg = s[0] == '-';
+        s++;
+        n--;
+    }
+    if (n == 1 && s[0] == '0') {
+        *out = 0;
+        return 0;
+    }
+    if (n == 0) {
+        goto invalid;
+    }
+    while (n > 0) {
+        uint64_t v = 0, f = 0;
+        double scale = 1;
+        if (!(s[0] == '.' || (s[0] >= '0' && s[0] <= '9'))) {
+            goto invalid;
+        }
+        size_t i = 0;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+            if (v > limit / 10) {
+                goto invalid;
+            }
+            v = v * 10 + (uint64_t)(s[i] - '0');
+            if (v > limit) {
+                goto invalid;
+            }
+        }
+        bool pre = i > 0;
+        s += i;
+        n -= i;
+        bool post = false;
+        if (n > 0 && s[0] == '.') {
+            s++;
+            n--;
+            bool overflow = false;
+            for (i = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+                if (overflow) {
+                    continue;
+                }
+                if (f > (limit - 1) / 10) {
+                    overflow = true;
+                    continue;
+                }
+                uint64_t y = f * 10 + (uint64_t)(s[i] - '0');
+                if (y > limit) {
+                    overflow = true;
+                    continue;
+                }
+                f = y;
+                scale *= 10;
+            }
+            post = i > 0;
+            s += i;
+            n -= i;
+        }
+        if (!pre && !post) {
+            goto invalid;
+        }
+        for (i = 0; i < n && s[i] != '.' && !(s[i] >= '0' && s[i] <= '9'); i++) {
+        }
+        if (i == 0) {
+            tb_str(err, "time: missing unit in duration ");
+            tb_time_quote(err, orig, orig_n);
+            return -1;
+        }
+        uint64_t unit = 0;
+        for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
+            if (strlen(units[u].name) == i && memcmp(units[u].name, s, i) == 0) {
+                unit = units[u].ns;
+            }
+        }
+        if (unit == 0) {
+            tb_str(err, "time: unknown unit ");
+            tb_time_quote(err, s, i);
+            tb_str(err, " in duration ");
+            tb_time_quote(err, orig, orig_n);
+            return -1;
+        }
+        s += i;
+        n -= i;
+        if (v > limit / unit) {
+            goto invalid;
+        }
+        v *= unit;
+        if (f > 0) {
+            v += (uint64_t)((double)f * ((double)unit / scale));
+            if (v > limit) {
+                goto invalid;
+            }
+        }
+        d += v;
+        if (d > limit) {
+            goto invalid;
+        }
+    }
+    if (neg) {
+        *out = (int64_t)(0 - d);
+        return 0;
+    }
+    if (d > limit - 1) {
+        goto invalid;
+    }
+    *out = (int64_t)d;
+    return 0;
+invalid:
+    tb_str(err, "time: invalid duration ");
+    tb_time_quote(err, orig, orig_n);
+    return -1;
+}
+
+int fh_param_duration(fh_params *p, const char *name, int64_t *nanoseconds) {
+    const param_entry *e = lookup(p, name);
+    if (e == NULL) {
+        return FH_PARAM_ERR_MISSING;
+    }
+    if (e->type == FH_PARAM_INT) {
+        *nanoseconds = e->i;
+        return 0;
+    }
+    if (e->type != FH_PARAM_TEXT) {
+        return wrong_type(p, name, "duration", e);
+    }
+    fh_cbor_writer why = {0};
+    if (parse_duration(e->text, e->text_len, nanoseconds, &why) != 0) {
+        fh_cbor_writer *w = param_error(p, name);
+        tb_str(w, ": ");
+        tb_bytes(w, why.buf, why.len);
+        (void)tb_cstr(w);
+        fh_cbor_writer_free(&why);
+        return FH_PARAM_ERR_TYPE;
+    }
+    fh_cbor_writer_free(&why);
+    return 0;
+}
+
+const char *fh_params_error(const fh_params *p) {
+    if (!p->has_err) {
+        return NULL;
+    }
+    return p->err.failed || p->err.buf == NULL ? "" : (const char *)p->err.buf;
+}
+
+int fh_params_fail(fh_params *p, const char *msg) {
+    set_error(&p->fail, msg);
+    p->has_fail = true;
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Exports                                                             */
+/* ------------------------------------------------------------------ */
+
+#if defined(__wasm__)
+
+static int64_t pack(int status, const uint8_t *out, size_t len) {
+    if (status != 0) {
+        return status;
+    }
+    if (out == NULL) {
+        return 0;
+    }
+    return (int64_t)(((uint64_t)(uintptr_t)out << 32) | (uint64_t)(uint32_t)len);
+}
+
+/* The exports: thin shims over the entry points. */
+void fh__abi_v1(void);
+int32_t fh__alloc(int32_t size);
+int64_t fh__init(int32_t ptr, int32_t len);
+int64_t fh__process(int32_t ptr, int32_t len);
+
+__attribute__((export_name("flowhost_abi_v1"))) void fh__abi_v1(void) {}
+
+__attribute__((export_name("flowhost_alloc"))) int32_t fh__alloc(int32_t size) {
+    return (int32_t)(uintptr_t)fh_entry_alloc(size);
+}
+
+__attribute__((export_name("flowhost_init"))) int64_t fh__init(int32_t ptr, int32_t len) {
+    const uint8_t *out;
+    size_t n;
+    int status = fh_entry_init((const void *)(uintptr_t)(uint32_t)ptr, len, &out, &n);
+    return pack(status, out, n);
+}
+
+__attribute__((export_name("flowhost_process"))) int64_t fh__process(int32_t ptr, int32_t len) {
+    const uint8_t *out;
+    size_t n;
+    int status = fh_entry_process((const void *)(uintptr_t)(uint32_t)ptr, len, &out, &n);
+    return pack(status, out, n);
+}
+
+#endif

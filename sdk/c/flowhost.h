@@ -1,0 +1,398 @@
+/*
+ * flowhost.h - the C (and C++) guest SDK of flowhost.
+ *
+ * A flowhost computation is a WebAssembly reactor that the host calls with
+ * batches of keyed messages and due timers, and that answers with derived
+ * messages, state changes and timers (abi/ABI.md). This SDK implements
+ * every export of ABI v1 (flowhost_abi_v1, flowhost_alloc, flowhost_init,
+ * flowhost_process), decodes the host's envelopes strictly and encodes the
+ * responses canonically. A computation defines one function:
+ *
+ *     #include "flowhost.h"
+ *
+ *     int flowhost_process_key(fh_key *k) {
+ *         const fh_message *m;
+ *         while ((m = fh_next_message(k)) != NULL) {
+ *             fh_emit(k, "out", m->payload, m->payload_len);
+ *         }
+ *         return 0;
+ *     }
+ *
+ * and optionally flowhost_init_params, and is built with
+ *
+ *     clang --target=wasm32-wasi -mexec-model=reactor -O2 -mbulk-memory \
+ *         -o guest.wasm main.c flowhost.c cbor.c
+ *
+ * (Debian packages: clang lld wasi-libc libclang-rt-dev-wasm32; for C++
+ * also libc++-dev-wasm32, compiling with -fno-exceptions). README.md in
+ * this directory is the full reference.
+ *
+ * Conventions: functions that can be misused return 0 on success and -1
+ * on misuse. Misuse (emitting to an undeclared stream, state or timers in
+ * a map computation, a parent that is not an input of the key, calling a
+ * function on a key that is not being processed) is a bug in the
+ * computation, the equivalent of a panic in the Go SDK: the SDK logs it at
+ * error level, runs no further key, and the batch fails with status -2
+ * (guest failure), which the host retries or dead-letters by policy.
+ *
+ * Memory: everything the SDK hands out (fh_key, fh_message, fh_timer, key
+ * and id texts, payloads, state) belongs to the SDK and stays valid until
+ * the end of the batch (the return of the flowhost_process_key call of the
+ * batch's last key); copy what must outlive it. What the computation
+ * passes in (payloads, state, texts) is copied before the call returns.
+ * fh_params and everything read from it stay valid for the life of the
+ * instance. Texts handed out are NUL-terminated; their *_len fields give
+ * the length, which matters only for texts that contain NUL.
+ */
+#ifndef FLOWHOST_H
+#define FLOWHOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cbor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------
+ * What the computation defines.
+ * ------------------------------------------------------------------ */
+
+typedef struct fh_key fh_key;
+typedef struct fh_params fh_params;
+
+/*
+ * flowhost_process_key is called once per key of every batch, in the
+ * host's order. It reads the key's due timers and messages, and records
+ * the key's effects: emits, state, timers. Returning 0 keeps the effects;
+ * any other value fails the key like fh_fail_key (with the message given
+ * to fh_fail_key if there was one, else "flowhost_process_key returned
+ * N"). Every computation must define it.
+ */
+int flowhost_process_key(fh_key *k);
+
+/*
+ * flowhost_init_params, when the computation defines it, runs once per
+ * instance before the first batch, with the computation's parameters.
+ * Returning 0 starts the computation. Any other value refuses to start:
+ * the host reports the text given to fh_params_fail, or else the message
+ * of the last parameter getter that failed, or else
+ * "flowhost_init_params returned N". When it is defined and has not
+ * succeeded, every batch fails with status -2. Declared weak, so that a
+ * computation without parameters need not define it.
+ */
+int flowhost_init_params(fh_params *p) __attribute__((weak));
+
+/* ---------------------------------------------------------------------
+ * The batch and the key.
+ * ------------------------------------------------------------------ */
+
+/* fh_batch describes the batch a key belongs to. */
+typedef struct fh_batch {
+    const char *computation; /* the computation's name in the pipeline spec */
+    size_t computation_len;
+    const char *kind;       /* "transform" or "map" */
+    bool is_map;            /* kind is "map": no state, no timers */
+    uint64_t partition;     /* the computation partition of the batch */
+    uint64_t epoch;         /* the epoch the batch's effects commit in */
+    int64_t event_watermark;  /* inputs with a smaller EventTimestamp are no longer expected */
+    int64_t system_watermark; /* exact for internal streams */
+    size_t key_count;       /* keys in the batch */
+} fh_batch;
+
+/* fh_batch_of returns the batch of key k. */
+const fh_batch *fh_batch_of(const fh_key *k);
+
+/* fh_key_text returns the key's canonical text ("" for an unkeyed
+ * computation); len, when not NULL, receives its length. */
+const char *fh_key_text(const fh_key *k, size_t *len);
+
+/* fh_key_index returns the key's position in the batch, from 0. */
+size_t fh_key_index(const fh_key *k);
+
+/* fh_message is one input message of a key. */
+typedef struct fh_message {
+    const char *id; /* message_id: unique, stable across replays */
+    size_t id_len;
+    const char *stream; /* the stream it was read from */
+    size_t stream_len;
+    int64_t event_ts;     /* EventTimestamp: when the event happened */
+    int64_t system_ts;    /* SystemTimestamp: when the message was created */
+    int64_t alignment_ts; /* AlignmentTimestamp: the ordering timestamp */
+    const uint8_t *payload; /* the body; never NULL, even when empty */
+    size_t payload_len;
+    uint32_t input; /* index among the key's inputs (timers first) */
+} fh_message;
+
+/* fh_timer is a due timer of a key, firing in this batch. */
+typedef struct fh_timer {
+    const char *id; /* the timer's message_id */
+    size_t id_len;
+    int64_t trigger_ts; /* the time the timer was set for */
+    int64_t event_ts;   /* the timer's EventTimestamp */
+    const uint8_t *payload; /* attached when it was set; empty when none */
+    size_t payload_len;
+    uint32_t input; /* index among the key's inputs */
+} fh_timer;
+
+/* Inputs are numbered from 0: the due timers in fire order, then the
+ * messages in delivery order. */
+size_t fh_input_count(const fh_key *k);
+size_t fh_timer_count(const fh_key *k);
+size_t fh_message_count(const fh_key *k);
+
+/* fh_timer_at and fh_message_at return the i-th due timer or message, or
+ * NULL when there is none. They do not change the current input. */
+const fh_timer *fh_timer_at(const fh_key *k, size_t i);
+const fh_message *fh_message_at(const fh_key *k, size_t i);
+
+/*
+ * fh_next_timer and fh_next_message iterate: each call returns the next
+ * due timer (message) and makes it the key's current input, the default
+ * parent of fh_emit. After the last one they return NULL, clear the
+ * current input and rewind, so that a loop run to its end leaves no
+ * current input and a second loop starts again from the first.
+ *
+ *     const fh_timer *t;
+ *     while ((t = fh_next_timer(k)) != NULL) { ... }
+ *
+ * A loop left early keeps its input current until fh_clear_current.
+ */
+const fh_timer *fh_next_timer(fh_key *k);
+const fh_message *fh_next_message(fh_key *k);
+
+/* fh_clear_current ends an iteration early: no input is current and the
+ * next fh_next_timer / fh_next_message starts from the first. */
+void fh_clear_current(fh_key *k);
+
+/* fh_current_input returns the current input's index, or -1. */
+int64_t fh_current_input(const fh_key *k);
+
+/* ---------------------------------------------------------------------
+ * State (transform computations only).
+ * ------------------------------------------------------------------ */
+
+/* fh_state returns whether the key has state as this batch has left it so
+ * far (the stored state, or what fh_set_state last set; none after
+ * fh_delete_state), and, when it has, the bytes in *data / *len (either
+ * may be NULL). An empty state is a state. */
+bool fh_state(const fh_key *k, const uint8_t **data, size_t *len);
+
+/* fh_set_state replaces the key's state with a copy of len bytes at data
+ * (data may be NULL when len is 0), creating it when there was none. */
+int fh_set_state(fh_key *k, const void *data, size_t len);
+
+/* fh_delete_state deletes the key's state. */
+int fh_delete_state(fh_key *k);
+
+/* ---------------------------------------------------------------------
+ * Emits.
+ * ------------------------------------------------------------------ */
+
+/*
+ * fh_emit_opts adjusts one emit; a zeroed struct is the default:
+ *
+ *     fh_emit_with(k, "out", p, n, &(fh_emit_opts){ .key = "customer-1" });
+ */
+typedef struct fh_emit_opts {
+    /* key: an output key (for example a Kafka record key), NUL-terminated;
+     * NULL or "" for none. It does not change which key's state the emit
+     * belongs to. */
+    const char *key;
+    /* has_event_ts: the output's EventTimestamp is event_ts instead of the
+     * one the host derives (the minimum over the parents). */
+    bool has_event_ts;
+    int64_t event_ts;
+    /* parents, parent_count: the inputs the output derives from, listed
+     * explicitly (repeats count once). parents must not be NULL with a
+     * count, nor non-NULL with count 0. */
+    const uint32_t *parents;
+    size_t parent_count;
+    /* all_parents: every input of the key is a parent (the response leaves
+     * the parents field out), even while an input is current. */
+    bool all_parents;
+} fh_emit_opts;
+
+/*
+ * fh_emit produces an output message on stream with a copy of the len
+ * bytes at payload. Its parents are the current input (see fh_next_timer)
+ * or, when no input is current, every input of the key. stream must be one
+ * of the computation's declared output streams.
+ */
+int fh_emit(fh_key *k, const char *stream, const void *payload, size_t len);
+
+/* fh_emit_with is fh_emit with options; opts may be NULL. */
+int fh_emit_with(fh_key *k, const char *stream, const void *payload, size_t len, const fh_emit_opts *opts);
+
+/* ---------------------------------------------------------------------
+ * Timers (transform computations only).
+ * ------------------------------------------------------------------ */
+
+/* fh_timer_opts adjusts one timer; a zeroed struct is the default. */
+typedef struct fh_timer_opts {
+    /* has_event_ts: the EventTimestamp the timer carries when it fires;
+     * by default its trigger timestamp. */
+    bool has_event_ts;
+    int64_t event_ts;
+    /* payload, payload_len: bytes handed back in fh_timer when it fires
+     * (copied). An empty payload is no payload. */
+    const void *payload;
+    size_t payload_len;
+} fh_timer_opts;
+
+/* fh_set_timer asks the host to fire a timer for this key when the
+ * watermark of the computation's timer stream reaches trigger. Timers of
+ * one key with the same trigger are one timer. */
+int fh_set_timer(fh_key *k, int64_t trigger);
+
+/* fh_set_timer_with is fh_set_timer with options; opts may be NULL. */
+int fh_set_timer_with(fh_key *k, int64_t trigger, const fh_timer_opts *opts);
+
+/* fh_cancel_timer deletes the key's pending timers at trigger, including
+ * those set earlier in this batch; a later fh_set_timer at trigger sets a
+ * new one. (The response lists the sets in call order, a cancel removing
+ * the earlier sets of its trigger, and each cancelled trigger once.) */
+int fh_cancel_timer(fh_key *k, int64_t trigger);
+
+/* ---------------------------------------------------------------------
+ * Failures.
+ * ------------------------------------------------------------------ */
+
+/* fh_fail_key fails the key with the text msg (NULL or "" get a generic
+ * text): everything the batch did for the key is dropped and the host
+ * sends its inputs to the dead-letter stream. Other keys are not affected.
+ * The first failure of a key is the one reported. It returns -1, so that
+ * `return fh_fail_key(k, "...");` fails and returns at once. */
+int fh_fail_key(fh_key *k, const char *msg);
+
+/* fh_key_error returns the text the key being processed failed with, or
+ * NULL (also for any other key). */
+const char *fh_key_error(const fh_key *k);
+
+/* fh_fail_batch fails the whole batch with the text msg: the response
+ * carries only the error, the host applies its failure policy to every
+ * input, and no further key is processed. It returns -1. */
+int fh_fail_batch(fh_key *k, const char *msg);
+
+/* ---------------------------------------------------------------------
+ * Parameters.
+ * ------------------------------------------------------------------ */
+
+/* The type of a parameter's value. */
+typedef enum fh_param_type {
+    FH_PARAM_MISSING = 0,
+    FH_PARAM_NULL,
+    FH_PARAM_BOOL,
+    FH_PARAM_INT,
+    FH_PARAM_FLOAT,
+    FH_PARAM_TEXT,
+    FH_PARAM_BYTES,
+    FH_PARAM_LIST,
+    FH_PARAM_MAP
+} fh_param_type;
+
+/* Results of the typed getters besides 0. */
+#define FH_PARAM_ERR_MISSING (-1) /* no such parameter */
+#define FH_PARAM_ERR_TYPE (-2)    /* another type, or an unusable value */
+
+/* What the host says about the instance. */
+const char *fh_params_computation(const fh_params *p);
+const char *fh_params_kind(const fh_params *p);
+uint64_t fh_params_partition(const fh_params *p);
+size_t fh_params_output_count(const fh_params *p);
+/* fh_params_output returns the i-th declared output stream, or NULL. */
+const char *fh_params_output(const fh_params *p, size_t i);
+
+/* fh_param_count and fh_param_name enumerate the parameters in envelope
+ * order; fh_param_name returns NULL past the end. */
+size_t fh_param_count(const fh_params *p);
+const char *fh_param_name(const fh_params *p, size_t i);
+
+/* fh_param_type_of returns the type of a parameter, FH_PARAM_MISSING when
+ * it is not set; fh_param_has reports whether it is set (even to null). */
+fh_param_type fh_param_type_of(const fh_params *p, const char *name);
+bool fh_param_has(const fh_params *p, const char *name);
+
+/*
+ * Typed getters. Each returns 0 and stores the value, or
+ * FH_PARAM_ERR_MISSING / FH_PARAM_ERR_TYPE and records a message that
+ * fh_params_error returns, worded like the Go SDK's:
+ * `parameter "window" is missing`,
+ * `parameter "n": expected integer, got string`.
+ *
+ * fh_param_string: text (NUL-terminated; len may be NULL).
+ * fh_param_int: an integer, or a float with an integral value in range.
+ * fh_param_float: a float or an integer.
+ * fh_param_bool: a boolean.
+ * fh_param_duration: a Go duration text ("250ms", "1h30m") or an integer
+ *   number of nanoseconds, in nanoseconds.
+ * fh_param_raw: any value as its CBOR encoding, to walk with cbor.h (for
+ *   lists and maps).
+ */
+int fh_param_string(fh_params *p, const char *name, const char **value, size_t *len);
+int fh_param_int(fh_params *p, const char *name, int64_t *value);
+int fh_param_float(fh_params *p, const char *name, double *value);
+int fh_param_bool(fh_params *p, const char *name, bool *value);
+int fh_param_duration(fh_params *p, const char *name, int64_t *nanoseconds);
+int fh_param_raw(fh_params *p, const char *name, const uint8_t **cbor, size_t *len);
+
+/* fh_params_error returns the message of the last getter that failed, or
+ * NULL. */
+const char *fh_params_error(const fh_params *p);
+
+/* fh_params_fail sets the text the host reports when flowhost_init_params
+ * refuses to start, and returns -1: `return fh_params_fail(p, "...");`. */
+int fh_params_fail(fh_params *p, const char *msg);
+
+/* ---------------------------------------------------------------------
+ * Logging, through the host's flowhost.log.
+ * ------------------------------------------------------------------ */
+
+/* Log levels, log/slog's values. */
+enum { FH_LOG_DEBUG = -4, FH_LOG_INFO = 0, FH_LOG_WARN = 4, FH_LOG_ERROR = 8 };
+
+/* fh_log writes one line; the host adds the plugin's name. */
+void fh_log(int level, const char *msg);
+/* fh_log_n writes len bytes of text; invalid UTF-8 is replaced by the
+ * host. */
+void fh_log_n(int level, const char *msg, size_t len);
+/* fh_logf formats with vsnprintf (which links stdio into the module). */
+void fh_logf(int level, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------------
+ * Helpers.
+ * ------------------------------------------------------------------ */
+
+/* fh_quote writes the n bytes at s as a double-quoted string with Go's
+ * strconv.Quote escapes (\" \\ \n \t \xff \u00ad ...) into dst (of size
+ * cap, NUL-terminated when cap > 0, truncated when too small) and returns
+ * the length the whole quoted text needs, like snprintf. Runes that Go
+ * treats as printable are kept; it treats every valid rune above U+00A0
+ * except U+00AD as printable, which matches Go for the scripts in common
+ * use. */
+size_t fh_quote(char *dst, size_t cap, const void *s, size_t n);
+
+/* ---------------------------------------------------------------------
+ * Entry points behind the exports, for native test harnesses: the wasm
+ * exports are thin shims over these.
+ * ------------------------------------------------------------------ */
+
+/* fh_entry_alloc is flowhost_alloc: a region of at least size bytes for
+ * the next envelope (never NULL for size 0), or NULL. */
+void *fh_entry_alloc(int32_t size);
+/* fh_entry_init and fh_entry_process are flowhost_init and
+ * flowhost_process on the region at ptr: they return 0 with the encoded
+ * result in *out / *out_len (*out NULL for an init that started), or a
+ * negative status (-1 bad envelope, -2 guest failure, -3 unsupported
+ * version). The result stays valid until the next entry call. */
+int fh_entry_init(const void *ptr, int32_t len, const uint8_t **out, size_t *out_len);
+int fh_entry_process(const void *ptr, int32_t len, const uint8_t **out, size_t *out_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLOWHOST_H */
