@@ -35,7 +35,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRun(), newPlugin(), newVersion())
+	root.AddCommand(newRun(), newPlugin(), newVersion(), newNew())
 	return root
 }
 
