@@ -7,7 +7,8 @@ GO ?= go
 # clang/lld/wasi-libc for the C SDK, Debian's rustc/cargo with the wasm32
 # standard library and serde_cbor for the Rust SDK, node/npm for the
 # AssemblyScript SDK.
-APT_PACKAGES := wabt clang lld wasi-libc libclang-rt-dev-wasm32 rustc cargo libstd-rust-dev-wasm32 \
+APT_PACKAGES := wabt clang lld wasi-libc libclang-rt-dev-wasm32 libc++-dev-wasm32 libclang-rt-dev \
+	rustc cargo libstd-rust-dev-wasm32 \
 	librust-serde-cbor-dev librust-serde-dev librust-serde-derive-dev
 # Node.js (with npm) comes from Debian only when the machine has none: a
 # machine with NodeSource's nodejs already has npm, and Debian's npm
@@ -26,6 +27,8 @@ deps:
 	for t in wat2wasm clang wasm-ld /usr/bin/cargo /usr/bin/rustc; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	[ -d /usr/include/wasm32-wasi ] || missing="$$missing wasi-libc"; \
 	command -v clang >/dev/null && [ -f "$$(clang --target=wasm32-wasi -print-libgcc-file-name)" ] || missing="$$missing libclang-rt-dev-wasm32"; \
+	[ -f /usr/lib/wasm32-wasi/libc++.a ] || missing="$$missing libc++-dev-wasm32"; \
+	command -v clang >/dev/null && [ -f "$$(clang -print-file-name=libclang_rt.asan-x86_64.a)" ] || missing="$$missing libclang-rt-dev"; \
 	ls -d /usr/lib/rustlib/wasm32-* >/dev/null 2>&1 || missing="$$missing libstd-rust-dev-wasm32"; \
 	[ -d /usr/share/cargo/registry ] && ls /usr/share/cargo/registry | grep -q '^serde_cbor-' || missing="$$missing librust-serde-cbor-dev"; \
 	if [ -n "$$missing" ]; then \
