@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,25 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/abi/abitest"
 )
 
 // vectorDir holds the golden vectors every SDK is tested against.
-const vectorDir = "../../abi/testdata/vectors"
+var vectorDir = abitest.Dir()
 
-type vectorDoc struct {
-	Name          string   `json:"name"`
-	OutputStreams []string `json:"output_streams"`
-}
+type vectorDoc = abitest.Vector
 
-func readVector(t *testing.T, name, suffix string) ([]byte, bool) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(vectorDir, name+"."+suffix+".cbor"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, false
-	}
-	require.NoError(t, err)
-	return b, true
-}
+var readVector = abitest.Read
 
 // TestGoldenVectors runs every golden request and init envelope through
 // the test guest (testdata/testguest, one AssemblyScript script per vector)

@@ -16,12 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/abi/abitest"
 	"github.com/flowhost/flowhost/host/engine"
 	c "github.com/flowhost/flowhost/sdk/c"
 )
 
 // vectorDir holds the golden vectors every SDK is tested against.
-const vectorDir = "../../abi/testdata/vectors"
+var vectorDir = abitest.Dir()
 
 // workDir holds what this test binary builds: the guests and a compilation
 // cache. TestMain removes it. Fuzzing worker processes, which are stopped
@@ -215,10 +216,7 @@ func status(err error) int64 {
 	return 0
 }
 
-type vectorDoc struct {
-	Name          string   `json:"name"`
-	OutputStreams []string `json:"output_streams"`
-}
+type vectorDoc = abitest.Vector
 
 func vectorDocs(tb testing.TB) []vectorDoc {
 	tb.Helper()
@@ -236,15 +234,7 @@ func vectorDocs(tb testing.TB) []vectorDoc {
 	return docs
 }
 
-func readVector(tb testing.TB, name, suffix string) ([]byte, bool) {
-	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(vectorDir, name+"."+suffix+".cbor"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, false
-	}
-	require.NoError(tb, err)
-	return b, true
-}
+var readVector = abitest.Read
 
 // requireSameResponse compares a response with the golden bytes, and on a
 // difference says whether the values or only the bytes differ.

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/abi/abitest"
 	"github.com/stretchr/testify/require"
 )
 
 // vectorDir holds the golden vectors every SDK is tested against.
-const vectorDir = "../../abi/testdata/vectors"
+var vectorDir = abitest.Dir()
 
 // counter keeps a decimal count of messages in the key's state: "clear"
 // empties the state, "reset" emits the final count and deletes it, "peek"
@@ -193,20 +194,9 @@ func requireParameters(p Params) error {
 	return nil
 }
 
-type vectorDoc struct {
-	Name          string   `json:"name"`
-	OutputStreams []string `json:"output_streams"`
-}
+type vectorDoc = abitest.Vector
 
-func readVector(t *testing.T, name, suffix string) ([]byte, bool) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(vectorDir, name+"."+suffix+".cbor"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, false
-	}
-	require.NoError(t, err)
-	return b, true
-}
+var readVector = abitest.Read
 
 // TestGoldenVectors feeds every golden request and init envelope through
 // the SDK's own dispatch with a scripted computation and requires the

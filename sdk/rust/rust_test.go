@@ -16,12 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/abi/abitest"
 	"github.com/flowhost/flowhost/host/engine"
 	"github.com/flowhost/flowhost/sdk/rust"
 )
 
 // vectorDir holds the golden vectors every SDK is tested against.
-const vectorDir = "../../abi/testdata/vectors"
+var vectorDir = abitest.Dir()
 
 // guestCrates are the crates of this SDK that build guests, by the name
 // the tests use.
@@ -112,20 +113,9 @@ func initWith(tb testing.TB, inst engine.Instance, in *abi.Init) {
 	require.Nil(tb, res, "the guest should start with nothing to say")
 }
 
-type vectorDoc struct {
-	Name          string   `json:"name"`
-	OutputStreams []string `json:"output_streams"`
-}
+type vectorDoc = abitest.Vector
 
-func readVector(t *testing.T, name, suffix string) ([]byte, bool) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(vectorDir, name+"."+suffix+".cbor"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, false
-	}
-	require.NoError(t, err)
-	return b, true
-}
+var readVector = abitest.Read
 
 // TestGoldenVectors runs every golden vector through the test guest
 // (testguest/: one scripted computation per case, chosen by the init
