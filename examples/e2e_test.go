@@ -206,10 +206,16 @@ func (r *run) stream(name string) []connect.SinkRecord {
 // file is the spec's, beside it.
 func runPipeline(t *testing.T, name string, files map[string][]byte) *run {
 	t.Helper()
+	return runPipelineWith(t, name, files, env.plugins)
+}
+
+// runPipelineWith is runPipeline with the plugin directories given.
+func runPipelineWith(t *testing.T, name string, files map[string][]byte, pluginDirs ...string) *run {
+	t.Helper()
 	dir := t.TempDir()
 	specText, err := os.ReadFile(filepath.Join(env.root, "examples", "pipelines", name+".yaml"))
 	require.NoError(t, err)
-	specPath := filepath.Join(dir, name+".yaml")
+	specPath := filepath.Join(dir, filepath.Base(name)+".yaml")
 	require.NoError(t, os.WriteFile(specPath, specText, 0o644))
 	for rel, data := range files {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
@@ -220,7 +226,7 @@ func runPipeline(t *testing.T, name string, files map[string][]byte) *run {
 	r := &run{dir: dir}
 	err = host.Run(context.Background(), host.RunConfig{
 		SpecPath:   specPath,
-		PluginDirs: []string{env.plugins},
+		PluginDirs: pluginDirs,
 		TracePath:  filepath.Join(dir, "trace.jsonl"),
 		CacheDir:   env.cache,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
