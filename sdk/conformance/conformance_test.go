@@ -28,7 +28,8 @@ import (
 // the other SDKs.
 var guests = []conformance.Guest{
 	{Name: "go", Build: conformance.BuildGoGuest},
-	{Name: "wat", Build: func(dir string) (string, error) { return wat.Build(dir, wat.Identity) }},
+	{Name: "wat", Build: wat.BuildConformanceGuest},
+	{Name: "wat-identity", Build: func(dir string) (string, error) { return wat.Build(dir, wat.Identity) }},
 	{Name: "wat-echo", Build: func(dir string) (string, error) { return wat.Build(dir, wat.Echo) }},
 }
 
@@ -48,7 +49,7 @@ const (
 )
 
 // roles lists the guests that are not script interpreters.
-var roles = map[string]role{"wat": noop, "wat-echo": echoer}
+var roles = map[string]role{"wat-identity": noop, "wat-echo": echoer}
 
 // outputs are the streams SCRIPT.md says the suite declares.
 var outputs = []string{"out", "side"}

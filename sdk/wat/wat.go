@@ -7,10 +7,9 @@
 //     with {"keys": []}, a valid computation that does nothing.
 //   - echo.wat decodes the request strictly and emits every message's
 //     payload unchanged on stream "out", with the message as its parent.
-//
-// Neither is a conformance guest (a script interpreter, see
-// sdk/conformance/SCRIPT.md); the conformance suite runs them on the cases
-// where what they do can be compared.
+//   - conformance.wat is the conformance guest: it interprets every
+//     message as the script of sdk/conformance/SCRIPT.md exactly as the Go
+//     guest does, and the conformance suite holds it to every case.
 package wat
 
 import (
@@ -30,16 +29,18 @@ const (
 	Identity = "identity"
 	// Echo names echo.wat, the guest that echoes every message to "out".
 	Echo = "echo"
+	// Conformance names conformance.wat, the SCRIPT.md interpreter.
+	Conformance = "conformance"
 )
 
-//go:embed identity.wat echo.wat
+//go:embed identity.wat echo.wat conformance.wat
 var sources embed.FS
 
 // Source returns the WebAssembly text of the guest called name.
 func Source(name string) ([]byte, error) {
 	b, err := sources.ReadFile(name + ".wat")
 	if err != nil {
-		return nil, fmt.Errorf("wat: no guest %q (have %q and %q)", name, Identity, Echo)
+		return nil, fmt.Errorf("wat: no guest %q (have %q, %q and %q)", name, Identity, Echo, Conformance)
 	}
 	return b, nil
 }
@@ -69,6 +70,13 @@ func Build(outDir, name string) (wasmPath string, err error) {
 		return "", fmt.Errorf("wat: wat2wasm %s: %w\n%s", name+".wat", err, output.Bytes())
 	}
 	return out, nil
+}
+
+// BuildConformanceGuest compiles conformance.wat into outDir, as the
+// conformance suite (sdk/conformance) registers every language's guest:
+// Build(outDir, Conformance).
+func BuildConformanceGuest(outDir string) (wasmPath string, err error) {
+	return Build(outDir, Conformance)
 }
 
 // EchoResponse returns the response echo.wat gives to req, built from its

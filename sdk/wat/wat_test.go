@@ -53,7 +53,7 @@ func module(tb testing.TB, name string) engine.Module {
 			return
 		}
 		built.wasm, built.modules = map[string][]byte{}, map[string]engine.Module{}
-		for _, g := range []string{wat.Identity, wat.Echo} {
+		for _, g := range []string{wat.Identity, wat.Echo, wat.Conformance} {
 			path, err := wat.Build(dir, g)
 			if err != nil {
 				built.err = err
@@ -142,10 +142,10 @@ func TestBuildUnknownGuest(t *testing.T) {
 	require.ErrorContains(t, err, `no guest "nope"`)
 }
 
-// TestInterface checks that both guests export exactly the ABI's required
-// exports and import nothing.
+// TestInterface checks that every guest exports exactly the ABI's required
+// exports (and the conformance guest flowhost_init) and imports nothing.
 func TestInterface(t *testing.T) {
-	for _, g := range []string{wat.Identity, wat.Echo} {
+	for _, g := range []string{wat.Identity, wat.Echo, wat.Conformance} {
 		t.Run(g, func(t *testing.T) {
 			module(t, g)
 			info, err := engine.Inspect(built.wasm[g])
@@ -157,7 +157,11 @@ func TestInterface(t *testing.T) {
 				names = append(names, e.Name)
 			}
 			slices.Sort(names)
-			require.Equal(t, []string{abi.ExportVersionMarker, abi.ExportAlloc, abi.ExportProcess, abi.ExportMemory}, names)
+			want := []string{abi.ExportVersionMarker, abi.ExportAlloc, abi.ExportProcess, abi.ExportMemory}
+			if g == wat.Conformance {
+				want = []string{abi.ExportVersionMarker, abi.ExportAlloc, abi.ExportInit, abi.ExportProcess, abi.ExportMemory}
+			}
+			require.Equal(t, want, names)
 		})
 	}
 }
