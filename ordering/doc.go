@@ -47,10 +47,11 @@
 //
 // # Speed
 //
-// On the project's 2-core machines (shared, so CPU time is quoted), with
-// zero allocations per message in steady state: the cross-stream merge
-// runs at about 14M messages/s with 1 stream, 10-11M at 64 and 7-8M at 512
-// (one Pop and one Push per message, bias moving on every Push); a Bias
+// On the project's 2-core machines, quiet, with zero allocations per
+// message in steady state: the cross-stream merge runs at about 11.8M
+// messages/s with 1 stream, 9.5M at 64 and 7.2M at 512 (one Pop and one
+// Push per message, bias moving on every Push), just short of the 10M/s
+// goal at 64 streams; a Bias
 // update is 7-9 ns whatever the number counted; the TimerStore at 250,000
 // pending timers sets one in about 0.5 µs and fires one in about 2 µs.
 // Details and the commands that reproduce them are on [Merge] and

@@ -110,15 +110,13 @@ func WithoutBias() MergeOption {
 // # Speed
 //
 // BenchmarkMerge holds 16 messages per stream and runs one Pop and one Push
-// per operation, each Push moving its stream's bias. On a 2-vCPU Intel
-// Xeon VM (AVX-512) with Go 1.26, shared with other builds (load average 6
-// to 16, so wall-clock ns/op ran 1.5 to 10 times the CPU time and is not a
-// figure to quote), the CPU time per operation was:
+// per operation, each Push moving its stream's bias. On a quiet 2-vCPU
+// Intel Xeon VM (AVX-512) with Go 1.26:
 //
-//	streams=1     ~70 ns/op   ~14M messages/s
-//	streams=8     ~87 ns/op   ~11M messages/s
-//	streams=64    88-100 ns/op   10-11M messages/s
-//	streams=512  125-140 ns/op    7-8M messages/s
+//	streams=1     85 ns/op   11.8M messages/s
+//	streams=8    100 ns/op   10.0M messages/s
+//	streams=64   105 ns/op    9.5M messages/s
+//	streams=512  138 ns/op    7.2M messages/s
 //
 // with 0 allocations; under [WithoutBias] 64 streams take 66 ns, since a
 // Push that leaves a stream's head alone then leaves its key alone too.
