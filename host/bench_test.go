@@ -18,7 +18,6 @@ import (
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/connect"
-	"github.com/flowhost/flowhost/host/engine"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
 )
@@ -107,13 +106,7 @@ var nativeIdentity = compute.Func(func(_ context.Context, req *abi.Request) (*ab
 })
 
 func wasmIdentity(tb testing.TB) compute.Factory {
-	ctx := context.Background()
-	eng, err := engine.NewWazero(ctx, engine.NewConfig().WithInterruptible(false).WithCompilationCacheDir(filepath.Join(os.TempDir(), "flowhost-bench-cache")))
-	require.NoError(tb, err)
-	tb.Cleanup(func() { _ = eng.Close(ctx) })
-	mod, err := eng.Compile(ctx, "identity", buildGuest(tb, "./host/internal/testguests/identity"))
-	require.NoError(tb, err)
-	return &compute.WASM{Module: mod}
+	return wasmFactory(tb, buildGuest(tb, "./host/internal/testguests/identity"))
 }
 
 func runIdentity(tb testing.TB, f compute.Factory, n, partitions int) {
