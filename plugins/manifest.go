@@ -1,13 +1,13 @@
 package plugins
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -282,34 +282,17 @@ func checkMaxResponseBytes(v int64) string {
 	return ""
 }
 
-// sizeUnits follows the Kubernetes quantity convention: k, M, G, T are
-// powers of 1000 and Ki, Mi, Gi, Ti powers of 1024, each with or without a
-// trailing B. Matching ignores case.
-var sizeUnits = map[string]int64{
-	"": 1, "b": 1,
-	"k": 1e3, "kb": 1e3, "ki": 1 << 10, "kib": 1 << 10,
-	"m": 1e6, "mb": 1e6, "mi": 1 << 20, "mib": 1 << 20,
-	"g": 1e9, "gb": 1e9, "gi": 1 << 30, "gib": 1 << 30,
-	"t": 1e12, "tb": 1e12, "ti": 1 << 40, "tib": 1 << 40,
-}
-
-// parseSize parses a byte count such as "64MiB", "512 KiB" or "1000".
+// parseSize parses a manifest's byte count with [ParseSize] and words the
+// error for a manifest field.
 func parseSize(s string) (int64, string) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && '0' <= t[i] && t[i] <= '9' {
-		i++
-	}
-	unit := strings.ToLower(strings.TrimSpace(t[i:]))
-	mult, ok := sizeUnits[unit]
-	if i == 0 || !ok {
+	n, err := ParseSize(s)
+	switch {
+	case errors.Is(err, ErrSizeTooLarge):
+		return 0, fmt.Sprintf("%q is too large", s)
+	case err != nil:
 		return 0, fmt.Sprintf("expected a byte count such as 1048576 or \"64MiB\" (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), got %q", s)
 	}
-	n, err := strconv.ParseInt(t[:i], 10, 64)
-	if err != nil || n > (1<<63-1)/mult {
-		return 0, fmt.Sprintf("%q is too large", s)
-	}
-	return n * mult, ""
+	return n, ""
 }
 
 // problems checks m as ParseManifest would, for a Manifest built in code.

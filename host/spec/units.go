@@ -3,25 +3,10 @@ package spec
 import (
 	"errors"
 	"math"
-	"strconv"
-	"strings"
 	"time"
-)
 
-// sizeUnits maps a lower-cased unit to its multiplier: decimal units are
-// powers of 1000, binary (…iB) units powers of 1024, as in IEC 80000-13.
-var sizeUnits = map[string]int64{
-	"":    1,
-	"b":   1,
-	"kb":  1e3,
-	"mb":  1e6,
-	"gb":  1e9,
-	"tb":  1e12,
-	"kib": 1 << 10,
-	"mib": 1 << 20,
-	"gib": 1 << 30,
-	"tib": 1 << 40,
-}
+	"github.com/flowhost/flowhost/plugins"
+)
 
 // sizeExpected is the expectation stated by every size error.
 const sizeExpected = `a size such as 65536, "10MB" or "64MiB"`
@@ -29,28 +14,20 @@ const sizeExpected = `a size such as 65536, "10MB" or "64MiB"`
 // errSize is what ParseSize reports for text that is not a size.
 var errSize = errors.New("expected " + sizeExpected)
 
-// ParseSize parses a byte size written as a non-negative integer followed by
-// an optional unit: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB
-// (powers of 1024), case-insensitive, with optional spaces between. It
-// rejects fractions, signs and results above math.MaxInt64.
+// ParseSize parses a byte size as [plugins.ParseSize] does: a
+// non-negative integer followed by an optional unit, B, k/KB, M/MB, G/GB,
+// T/TB (powers of 1000) or Ki/KiB, Mi/MiB, Gi/GiB, Ti/TiB (powers of 1024),
+// the same in a spec as in a plugin manifest. Its errors say what a spec
+// expects.
 func ParseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	digits := 0
-	for digits < len(s) && s[digits] >= '0' && s[digits] <= '9' {
-		digits++
-	}
-	if digits == 0 {
-		return 0, errSize
-	}
-	mult, ok := sizeUnits[strings.ToLower(strings.TrimSpace(s[digits:]))]
-	if !ok {
-		return 0, errSize
-	}
-	n, err := strconv.ParseInt(s[:digits], 10, 64)
-	if err != nil || n > math.MaxInt64/mult {
+	n, err := plugins.ParseSize(s)
+	switch {
+	case errors.Is(err, plugins.ErrSizeTooLarge):
 		return 0, errors.New("size too large: the limit is 8EiB")
+	case err != nil:
+		return 0, errSize
 	}
-	return n * mult, nil
+	return n, nil
 }
 
 // durationExpected is the expectation stated by every duration error.
