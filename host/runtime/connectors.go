@@ -197,8 +197,7 @@ func (s *sinkRunner) wake() {
 	s.mu.Unlock()
 }
 
-func (s *sinkRunner) send(ctx context.Context, m *ordering.Message) error {
-	rec := connect.NewSinkRecord(m)
+func (s *sinkRunner) send(ctx context.Context, rec connect.SinkRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.queue) >= sinkQueueRecords && ctx.Err() == nil {

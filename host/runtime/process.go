@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/ordering"
 )
 
@@ -45,7 +46,7 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 			}
 		}
 	default:
-		if err := p.apply(ctx, b, req, resp); err != nil {
+		if err := p.apply(ctx, b, resp); err != nil {
 			return err
 		}
 	}
@@ -143,7 +144,7 @@ func (p *partition) request(b *ordering.Batch, wm abi.Watermarks) (*abi.Request,
 
 // apply commits a successful response: state and timer changes first, then
 // the derived messages go downstream.
-func (p *partition) apply(ctx context.Context, b *ordering.Batch, req *abi.Request, resp *abi.Response) error {
+func (p *partition) apply(ctx context.Context, b *ordering.Batch, resp *abi.Response) error {
 	c := p.comp
 	r := c.rt
 	keyIndex := make(map[string]int, len(b.Keys))
@@ -218,7 +219,6 @@ func (p *partition) apply(ctx context.Context, b *ordering.Batch, req *abi.Reque
 			return err
 		}
 	}
-	_ = req
 	return nil
 }
 
@@ -386,9 +386,12 @@ func (r *Runtime) route(ctx context.Context, from ordering.Sender, m *ordering.M
 		s.mBuffered.Inc()
 		s.mBufferedBytes.Add(float64(cp.Size()))
 	}
-	for _, sk := range s.sinks {
-		if err := sk.send(ctx, m); err != nil {
-			return err
+	if len(s.sinks) > 0 {
+		rec := connect.NewSinkRecord(m) // once, whatever the number of sinks
+		for _, sk := range s.sinks {
+			if err := sk.send(ctx, rec); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
