@@ -1,0 +1,184 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/flowhost/flowhost/ordering"
+)
+
+// Batch collects writes that commit together: one epoch of a computation
+// partition, one step of a source reader or a sink, one group of ingested
+// records. Nothing of it is visible to reads, or survives a crash, before
+// [Batch.Commit] returns nil. A Batch is used by one goroutine.
+type Batch struct {
+	s   *Store
+	b   *pebble.Batch
+	err error // the first encoding error; Commit returns it
+}
+
+// NewBatch starts a batch.
+func (s *Store) NewBatch() *Batch { return &Batch{s: s, b: s.db.NewBatch()} }
+
+// Len returns the number of writes in the batch.
+func (b *Batch) Len() int { return int(b.b.Count()) }
+
+// Commit writes the batch durably (fsync) and releases it. After an error
+// nothing of the batch is stored; the store may still accept later
+// batches, but a write error usually means the disk is full or failing,
+// and the caller should stop.
+func (b *Batch) Commit() error {
+	if b.err != nil {
+		b.b.Close()
+		return b.err
+	}
+	return b.s.commit(b.b)
+}
+
+// Discard releases a batch without committing it.
+func (b *Batch) Discard() { _ = b.b.Close() }
+
+func (b *Batch) set(k keyBuf, v []byte) {
+	if b.err == nil {
+		b.err = b.b.Set(k, v, nil)
+	}
+}
+
+func (b *Batch) del(k keyBuf) {
+	if b.err == nil {
+		b.err = b.b.Delete(k, nil)
+	}
+}
+
+func (b *Batch) setCBOR(k keyBuf, what string, v any) {
+	enc, err := encMode.Marshal(v)
+	if err != nil {
+		if b.err == nil {
+			b.err = fmt.Errorf("store: encoding %s: %w", what, err)
+		}
+		return
+	}
+	b.set(k, enc)
+}
+
+func sourceKey(stream string, partition int) keyBuf {
+	return newKey(tableSource).str(stream).u32(partition)
+}
+
+// AppendSource stores the source record m at offset of a source partition.
+func (b *Batch) AppendSource(stream string, partition int, offset uint64, m *ordering.Message) {
+	enc, err := encodeRecord(m)
+	if err != nil {
+		if b.err == nil {
+			b.err = fmt.Errorf("store: encoding source record %s: %w", m.ID, err)
+		}
+		return
+	}
+	b.set(sourceKey(stream, partition).u64(offset), enc)
+}
+
+// SetIngest records what a source partition has appended.
+func (b *Batch) SetIngest(stream string, partition int, p IngestPosition) {
+	b.setCBOR(newKey(tableIngest).str(stream).u32(partition), "ingest position", &p)
+}
+
+// SetConnector records a source connector's resume token: where it
+// continues after a restart (a file offset, a generator count).
+func (b *Batch) SetConnector(source string, token []byte) {
+	b.set(newKey(tableMeta).rest("connector/"+source), token)
+}
+
+// SetRead records how far a source partition has been routed.
+func (b *Batch) SetRead(stream string, partition int, p ReadPosition) {
+	b.setCBOR(newKey(tableRead).str(stream).u32(partition), "read position", &p)
+}
+
+// SetSourceWatermarks records a source stream's published watermarks.
+func (b *Batch) SetSourceWatermarks(stream string, w Watermarks) {
+	b.setCBOR(newKey(tableSourceWM).str(stream), "source watermarks", &w)
+}
+
+func queuePrefix(d Dest) keyBuf {
+	return newKey(tableQueue).str(d.kind()).str(d.Name).u32(d.Partition)
+}
+
+func queueKey(d Dest, from ordering.Sender, task ordering.TaskID) keyBuf {
+	return queuePrefix(d).str(from.Computation).u32(from.Partition).u64(uint64(task))
+}
+
+// Enqueue stores m in d's queue under its sender and TaskId (m.Task), the
+// order in which recovery hands the queue back.
+func (b *Batch) Enqueue(d Dest, from ordering.Sender, m *ordering.Message) {
+	enc, err := encodeMessage(m)
+	if err != nil {
+		if b.err == nil {
+			b.err = fmt.Errorf("store: encoding message %s for %s: %w", m.ID, d, err)
+		}
+		return
+	}
+	b.set(queueKey(d, from, m.Task), enc)
+}
+
+// Dequeue removes a consumed message from d's queue.
+func (b *Batch) Dequeue(d Dest, from ordering.Sender, task ordering.TaskID) {
+	b.del(queueKey(d, from, task))
+}
+
+func stateKey(computation string, partition int, key string) keyBuf {
+	return newKey(tableState).str(computation).u32(partition).rest(key)
+}
+
+// SetState replaces a key's state.
+func (b *Batch) SetState(computation string, partition int, key string, value []byte) {
+	b.set(stateKey(computation, partition, key), value)
+}
+
+// DeleteState deletes a key's state.
+func (b *Batch) DeleteState(computation string, partition int, key string) {
+	b.del(stateKey(computation, partition, key))
+}
+
+func timerKey(computation string, partition int, key string, trigger int64) keyBuf {
+	return newKey(tableTimer).str(computation).u32(partition).str(key).i64(trigger)
+}
+
+// SetTimer stores a pending timer (replacing the key's timer with the same
+// trigger).
+func (b *Batch) SetTimer(computation string, partition int, t ordering.Timer) {
+	b.setCBOR(timerKey(computation, partition, t.Key, t.Trigger), "timer", &wireTimer{Event: t.Event, ID: t.ID.String(), Payload: t.Payload})
+}
+
+// DeleteTimer removes a fired or cancelled timer.
+func (b *Batch) DeleteTimer(computation string, partition int, key string, trigger int64) {
+	b.del(timerKey(computation, partition, key, trigger))
+}
+
+// SetPartition records a computation partition's epoch metadata.
+func (b *Batch) SetPartition(computation string, partition int, m PartitionMeta) {
+	b.setCBOR(newKey(tablePartition).str(computation).u32(partition), "partition metadata", &m)
+}
+
+// SetSink records a sink's committed position.
+func (b *Batch) SetSink(sink string, p SinkPosition) {
+	b.setCBOR(newKey(tableSink).str(sink), "sink position", &p)
+}
+
+// AppendSinkLog stores record line seq of a sink's log (what HTTP
+// subscribers resume from).
+func (b *Batch) AppendSinkLog(sink string, seq uint64, line []byte) {
+	b.set(newKey(tableSinkLog).str(sink).u64(seq), line)
+}
+
+// SetIdempotency records that a source accepted the record with a
+// client-given id, at offset, with its event time (for garbage collection
+// by watermark).
+func (b *Batch) SetIdempotency(stream, id string, offset uint64, event int64) {
+	b.setCBOR(newKey(tableIdempotent).str(stream).rest(id), "idempotency record", &Idempotency{Offset: offset, Event: event})
+}
+
+// Idempotency is the record of a client-given id a source accepted.
+type Idempotency struct {
+	Offset uint64 `cbor:"1,keyasint"`
+	Event  int64  `cbor:"2,keyasint"`
+}

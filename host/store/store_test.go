@@ -1,0 +1,299 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flowhost/flowhost/ordering"
+)
+
+func openT(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func msg(id ordering.MessageID, stream, key string, align int64, payload string) *ordering.Message {
+	return &ordering.Message{
+		ID: id, Stream: stream, Key: key, Payload: []byte(payload),
+		Time: ordering.Timestamps{Event: align - 5, System: align + 1, Alignment: align},
+	}
+}
+
+func TestEpochSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir)
+	require.NoError(t, s.Bind("v1 a->b"))
+
+	b := s.NewBatch()
+	src := msg(ordering.SourceID("orders", 1, 7), "orders", "", 100, `{"x":1}`)
+	src.Time.Write = 100
+	b.AppendSource("orders", 1, 7, src)
+	b.SetIngest("orders", 1, IngestPosition{Next: 8, Clock: 100})
+	b.SetConnector("orders-in", []byte("offset=42"))
+	from := ordering.Sender{Computation: "enrich", Partition: 0}
+	d := Dest{Name: "count", Partition: 1}
+	for task := 3; task >= 1; task-- { // queued out of order: the store orders by task
+		m := msg(ordering.TransformID("enrich", 0, uint64(task)), "enriched", "k", int64(task), "p")
+		m.Task = ordering.TaskID(task)
+		m.Parents = []ordering.MessageID{src.ID}
+		b.Enqueue(d, from, m)
+	}
+	b.SetState("count", 1, "k", []byte("state"))
+	b.SetTimer("count", 1, ordering.Timer{Key: "k", Trigger: -5, Event: -6, ID: ordering.TransformID("count.timers", 1, 0), Payload: []byte("t")})
+	b.SetTimer("count", 1, ordering.Timer{Key: "k", Trigger: 9, Event: 8, ID: ordering.TransformID("count.timers", 1, 1)})
+	b.SetPartition("count", 1, PartitionMeta{Epoch: 4, OutSeq: 10, Bias: map[string]int64{"enriched": -3}, Tasks: map[string]uint64{"sink:out": 5}})
+	b.SetSink("out", SinkPosition{Bytes: 123, Records: 2})
+	b.AppendSinkLog("out", 0, []byte("line0"))
+	b.AppendSinkLog("out", 1, []byte("line1"))
+	require.NoError(t, b.Commit())
+	require.NoError(t, s.Close())
+
+	s = openT(t, dir)
+	require.NoError(t, s.Bind("v1 a->b"))
+	ip, ok, err := s.Ingest("orders", 1)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, IngestPosition{Next: 8, Clock: 100}, ip)
+	tok, err := s.Connector("orders-in")
+	require.NoError(t, err)
+	assert.Equal(t, "offset=42", string(tok))
+
+	var recs []*ordering.Message
+	require.NoError(t, s.SourceRecords("orders", 1, 0, func(off uint64, m *ordering.Message) error {
+		assert.Equal(t, uint64(7), off)
+		recs = append(recs, m)
+		return nil
+	}))
+	require.Len(t, recs, 1)
+	assert.Equal(t, src.ID.String(), recs[0].ID.String())
+	assert.Equal(t, src.Time, recs[0].Time)
+	assert.Equal(t, src.Payload, recs[0].Payload)
+
+	var tasks []ordering.TaskID
+	require.NoError(t, s.Queue(d, func(f ordering.Sender, m *ordering.Message) error {
+		assert.Equal(t, from, f)
+		assert.Equal(t, "enriched", m.Stream)
+		assert.Equal(t, []string{src.ID.String()}, []string{m.Parents[0].String()})
+		tasks = append(tasks, m.Task)
+		return nil
+	}))
+	assert.Equal(t, []ordering.TaskID{1, 2, 3}, tasks)
+
+	st, ok, err := s.State("count", 1, "k")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, "state", string(st))
+	timers, err := s.Timers("count", 1)
+	require.NoError(t, err)
+	require.Len(t, timers, 2)
+	assert.Equal(t, int64(-5), timers[0].Trigger, "negative triggers sort first")
+	assert.Equal(t, []byte("t"), timers[0].Payload)
+	meta, ok, err := s.Partition("count", 1)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, uint64(4), meta.Epoch)
+	assert.Equal(t, int64(-3), meta.Bias["enriched"])
+
+	var lines []string
+	require.NoError(t, s.SinkLog("out", 1, func(seq uint64, line []byte) error {
+		lines = append(lines, string(line))
+		return nil
+	}))
+	assert.Equal(t, []string{"line1"}, lines)
+
+	rep, err := s.Inspect()
+	require.NoError(t, err)
+	require.Len(t, rep.Queues, 1)
+	assert.Equal(t, 3, rep.Queues[0].Messages)
+	require.Len(t, rep.Partitions, 1)
+	assert.Equal(t, 2, rep.Partitions[0].Timers)
+	assert.Equal(t, []KeyState{{Key: "k", Bytes: 5}}, rep.Partitions[0].States)
+	require.Len(t, rep.Sources, 1)
+	assert.Equal(t, SourceReport{Stream: "orders", Partition: 1, First: 7, End: 8, Appended: 8}, rep.Sources[0])
+}
+
+func TestDequeueAndRetention(t *testing.T) {
+	s := openT(t, t.TempDir())
+	d := Dest{Sink: true, Name: "out"}
+	from := ordering.Sender{Computation: "c", Partition: 2}
+	b := s.NewBatch()
+	for i := uint64(0); i < 10; i++ {
+		m := msg(ordering.SourceID("in", 0, i), "in", "", int64(i), "x")
+		m.Task = ordering.TaskID(i + 1)
+		b.Enqueue(d, from, m)
+		b.AppendSource("in", 0, i, m)
+	}
+	require.NoError(t, b.Commit())
+
+	b = s.NewBatch()
+	for task := 1; task <= 4; task++ {
+		b.Dequeue(d, from, ordering.TaskID(task))
+	}
+	b.DeleteSourceBefore("in", 0, 6)
+	require.NoError(t, b.Commit())
+
+	n := 0
+	require.NoError(t, s.Queue(d, func(_ ordering.Sender, m *ordering.Message) error {
+		assert.Greater(t, m.Task, ordering.TaskID(4))
+		n++
+		return nil
+	}))
+	assert.Equal(t, 6, n)
+	first, end, err := s.SourceRange("in", 0)
+	require.NoError(t, err)
+	assert.Equal(t, [2]uint64{6, 10}, [2]uint64{first, end})
+}
+
+func TestOneProcessHoldsTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	openT(t, dir)
+	_, err := Open(dir, Options{})
+	assert.ErrorIs(t, err, ErrLocked)
+}
+
+func TestMissingStoreIsRefusedNotRecreated(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "db")))
+	_, err = Open(dir, Options{})
+	assert.ErrorIs(t, err, ErrMissing)
+	assert.Contains(t, err.Error(), dir)
+}
+
+func TestPipelineMismatch(t *testing.T) {
+	s := openT(t, t.TempDir())
+	require.NoError(t, s.Bind("one"))
+	err := s.Bind("two")
+	assert.ErrorIs(t, err, ErrPipelineMismatch)
+}
+
+// TestCorruptedFilesAreReported flips bytes in every store file in turn:
+// opening and verifying must fail with ErrCorrupted (or refuse to open),
+// never succeed with an empty or silently shortened store.
+func TestCorruptedFilesAreReported(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	require.NoError(t, err)
+	b := s.NewBatch()
+	for i := uint64(0); i < 2000; i++ {
+		b.AppendSource("in", 0, i, msg(ordering.SourceID("in", 0, i), "in", "", int64(i), strings.Repeat("p", 100)))
+	}
+	require.NoError(t, b.Commit())
+	require.NoError(t, s.Compact()) // move the records into an sstable
+	before, err := s.Verify()
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	files, err := filepath.Glob(filepath.Join(dir, "db", "*.sst"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		orig, err := os.ReadFile(f)
+		require.NoError(t, err)
+		damaged := bytes.Clone(orig)
+		for i := len(damaged) / 4; i < len(damaged)/2; i += 97 {
+			damaged[i] ^= 0x5a
+		}
+		require.NoError(t, os.WriteFile(f, damaged, 0o644))
+		s, err := Open(dir, Options{})
+		if err == nil {
+			_, err = s.Verify()
+			_ = s.Close()
+		}
+		require.Error(t, err, "damage in %s went unnoticed (had %d records)", filepath.Base(f), before)
+		assert.ErrorIs(t, err, ErrCorrupted, "%v", err)
+		require.NoError(t, os.WriteFile(f, orig, 0o644))
+	}
+}
+
+// TestDiskFullFailsTheCommitAndKeepsTheStore runs a child process whose
+// store gets ENOSPC on every write once it is open: the child's commit
+// fails with a message that names the data directory and the cause (pebble
+// ends the process on a failed WAL write rather than go on with a broken
+// commit pipeline), and the store then holds exactly what committed before.
+func TestDiskFullFailsTheCommitAndKeepsTheStore(t *testing.T) {
+	if dir := os.Getenv("FLOWHOST_STORE_DISK_FULL_CHILD"); dir != "" {
+		diskFullChild(dir)
+		return
+	}
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	require.NoError(t, err)
+	b := s.NewBatch()
+	b.SetState("c", 0, "k", []byte("before"))
+	require.NoError(t, b.Commit())
+	require.NoError(t, s.Close())
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDiskFullFailsTheCommitAndKeepsTheStore$", "-test.v")
+	cmd.Env = append(os.Environ(), "FLOWHOST_STORE_DISK_FULL_CHILD="+dir)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the child must fail: %s", out)
+	assert.Contains(t, []int{70, 71}, exit.ExitCode(), "%s", out)
+	assert.Contains(t, string(out), "no space left on device")
+	assert.Contains(t, string(out), dir)
+	assert.NotContains(t, string(out), "child committed")
+
+	s = openT(t, dir)
+	v, ok, err := s.State("c", 0, "k")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "before", string(v))
+	_, err = s.Verify()
+	assert.NoError(t, err)
+}
+
+func diskFullChild(dir string) {
+	var full atomic.Bool
+	fsys := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if full.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+		}
+		return nil
+	}))
+	s, err := Open(dir, Options{FS: fsys})
+	if err != nil {
+		fmt.Println("child open:", err)
+		os.Exit(72)
+	}
+	full.Store(true)
+	b := s.NewBatch()
+	b.SetState("c", 0, "k", []byte("after"))
+	if err := b.Commit(); err != nil {
+		fmt.Println("child commit:", err)
+		os.Exit(71)
+	}
+	fmt.Println("child committed")
+	os.Exit(0)
+}
+
+func TestReadOnlyDataDirIsAClearError(t *testing.T) {
+	fsys := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			return &os.PathError{Op: "open", Path: op.Path, Err: syscall.EROFS}
+		}
+		return nil
+	}))
+	_, err := Open(filepath.Join(t.TempDir(), "data"), Options{FS: fsys})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, syscall.EROFS), "%v", err)
+	assert.Contains(t, err.Error(), "read-only file system")
+}
