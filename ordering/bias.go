@@ -57,6 +57,17 @@ func (b *Bias) Remove(t Timestamps) {
 	b.count--
 }
 
+// Resume sets the value an empty Bias reports, as if its last message had
+// had that bias: a stream restarted from a commit keeps its place among
+// the others before its first message arrives. It panics if the Bias
+// counts messages.
+func (b *Bias) Resume(last int64) {
+	if b.count != 0 {
+		panic("ordering: Bias.Resume while messages are counted")
+	}
+	b.last = last
+}
+
 // Count returns the number of messages counted.
 func (b *Bias) Count() int64 { return b.count }
 

@@ -173,3 +173,21 @@ func TestClampSum3MatchesBigInt(t *testing.T) {
 		require.Equal(t, mrgBigSum3(a, b, c), clampSum3(a, b, c))
 	})
 }
+
+func TestBiasResumeIsTheEmptyValue(t *testing.T) {
+	var b Bias
+	b.Resume(-42)
+	if b.Value() != -42 {
+		t.Fatalf("Value = %d, want the resumed -42", b.Value())
+	}
+	b.Add(Timestamps{Event: 10, Alignment: 0})
+	if b.Value() != 10 {
+		t.Fatalf("Value with one message = %d, want 10", b.Value())
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Resume with messages counted did not panic")
+		}
+	}()
+	b.Resume(0)
+}

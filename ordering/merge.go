@@ -283,3 +283,12 @@ func (mg *Merge) Bias(stream int) int64 {
 
 // Delay returns the configured delay of the stream with index stream.
 func (mg *Merge) Delay(stream int) int64 { return mg.lanes[stream].delay }
+
+// ResumeBias sets the bias an empty stream reports, restoring what a
+// commit recorded of [Merge.Bias] (see [Bias.Resume]). It panics if the
+// stream holds messages.
+func (mg *Merge) ResumeBias(stream int, last int64) {
+	l := &mg.lanes[stream]
+	l.bias.Resume(last)
+	l.keyBias = last
+}

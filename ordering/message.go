@@ -34,6 +34,9 @@ type Message struct {
 	Time Timestamps
 	// Task is assigned by the sending partition when the message is queued.
 	Task TaskID
+	// From is the sending partition that queued the message ([Router]
+	// sets it); with Task it names the message's place in its lane.
+	From Sender
 	// Parents are the ids of the messages and timers it derives from.
 	Parents []MessageID
 	// Payload is opaque to this package.

@@ -227,19 +227,47 @@ func (r *Router) Partitions(to string) int {
 
 // Send queues m from sender from for destination computation to, in the
 // partition PartitionOf(m.Key, partitions) and at the end of the lane
-// (from, to, m.Key). It gives m the sender's next TaskID (the first is 1).
+// (from, to, m.Key). It gives m the sender's next TaskID (the first is 1)
+// and sets m.From.
 //
 // If the destination partition cannot take m within its byte bound, Send
 // returns [ErrFull] and changes nothing: m gets no TaskID and the counter
 // does not move, so TaskIDs count exactly the messages queued.
 func (r *Router) Send(from Sender, to string, m *Message) error {
+	return r.send(from, to, m, true, false)
+}
+
+// SendAssigned is Send for a sender that numbers its messages itself (a
+// host that stores each message under its TaskID before handing it over):
+// m keeps its TaskID, which must be greater than the last one from has
+// queued here, and becomes from's last.
+func (r *Router) SendAssigned(from Sender, to string, m *Message) error {
+	if last := r.LastTask(from); m.Task <= last {
+		return fmt.Errorf("ordering: message %v from %v has TaskID %d, not above the last queued %d", m.ID, from, m.Task, last)
+	}
+	return r.send(from, to, m, false, false)
+}
+
+// Restore queues m with the TaskID it carries, ignoring the byte bound: it
+// rebuilds a destination partition from a commit, where everything queued
+// before a restart must be queued again. Later Sends wait (ErrFull) until
+// the partition has drained below its bound. Restore messages of a sender
+// in TaskID order, as Send queued them.
+func (r *Router) Restore(from Sender, to string, m *Message) error {
+	if last := r.LastTask(from); m.Task <= last {
+		return fmt.Errorf("ordering: restoring message %v from %v with TaskID %d, not above the last queued %d", m.ID, from, m.Task, last)
+	}
+	return r.send(from, to, m, false, true)
+}
+
+func (r *Router) send(from Sender, to string, m *Message, assign, force bool) error {
 	d := r.dests[to]
 	if d == nil {
 		return fmt.Errorf("%w %q (message %v from %v)", ErrUnknownDestination, to, m.ID, from)
 	}
 	p := &d.parts[PartitionOf(m.Key, len(d.parts))]
 	size := m.Size()
-	if p.len > 0 && p.bytes+size > r.cap {
+	if !force && p.len > 0 && p.bytes+size > r.cap {
 		return ErrFull
 	}
 	task := r.senders[from]
@@ -247,8 +275,13 @@ func (r *Router) Send(from Sender, to string, m *Message) error {
 		task = new(TaskID)
 		r.senders[from] = task
 	}
-	*task++
-	m.Task = *task
+	if assign {
+		*task++
+		m.Task = *task
+	} else {
+		*task = m.Task
+	}
+	m.From = from
 
 	id := laneID{from: from, key: m.Key}
 	l := p.lanes[id]

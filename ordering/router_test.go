@@ -407,3 +407,50 @@ func BenchmarkRouterDrain(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/msg")
 }
+
+func TestSendAssignedKeepsTheSendersTaskIDs(t *testing.T) {
+	r, err := NewRouter(RouterConfig{Partitions: map[string]int{"c": 1}, Cap: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := Sender{Computation: "src", Partition: 3}
+	for _, task := range []TaskID{5, 9} {
+		m := &Message{ID: SourceID("s", 3, uint64(task)), Stream: "s", Task: task}
+		if err := r.SendAssigned(from, "c", m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Task != task || m.From != from {
+			t.Fatalf("queued with task %d from %v, want %d from %v", m.Task, m.From, task, from)
+		}
+	}
+	if got := r.LastTask(from); got != 9 {
+		t.Fatalf("LastTask = %d, want 9", got)
+	}
+	if err := r.SendAssigned(from, "c", &Message{ID: SourceID("s", 3, 1), Stream: "s", Task: 9}); err == nil {
+		t.Fatal("a TaskID not above the last was accepted")
+	}
+	var got []TaskID
+	r.Drain("c", 0, func(m *Message) bool { got = append(got, m.Task); return true })
+	if len(got) != 2 || got[0] != 5 || got[1] != 9 {
+		t.Fatalf("drained %v, want [5 9]", got)
+	}
+}
+
+func TestRestoreIgnoresTheByteBound(t *testing.T) {
+	r, err := NewRouter(RouterConfig{Partitions: map[string]int{"c": 1}, Cap: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := Sender{Computation: "up", Partition: 0}
+	for task := TaskID(1); task <= 3; task++ {
+		if err := r.Restore(from, "c", &Message{ID: TransformID("up", 0, uint64(task)), Stream: "s", Task: task}); err != nil {
+			t.Fatalf("restore %d: %v", task, err)
+		}
+	}
+	if r.Len("c", 0) != 3 {
+		t.Fatalf("Len = %d, want 3", r.Len("c", 0))
+	}
+	if err := r.Send(from, "c", &Message{ID: TransformID("up", 0, 4), Stream: "s"}); !errors.Is(err, ErrFull) {
+		t.Fatalf("Send over the bound after a restore = %v, want ErrFull", err)
+	}
+}
