@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/flowhost/flowhost/ordering"
 )
@@ -81,6 +82,9 @@ type FileSourceConfig struct {
 	Reject func(Rejection) error
 	// Progress, if set, is called after every line and at the end.
 	Progress func(FileProgress)
+	// Resume is a token from a record's [Record.Resume]: Run continues
+	// with the line after that record. Nil starts at the beginning.
+	Resume []byte
 }
 
 // FileProgress is how far a [FileSource] has got.
@@ -129,8 +133,19 @@ func (s *FileSource) Run(ctx context.Context, emit func(Record) error) error {
 	if reject == nil {
 		reject = func(r Rejection) error { return fmt.Errorf("%s: %w", r.Origin, r.Err) }
 	}
+	offset, lineNo, err := parseFileResume(s.cfg.Resume)
+	if err != nil {
+		return fmt.Errorf("file source %s: %w", s.cfg.Path, err)
+	}
+	if offset > progress.TotalBytes {
+		return fmt.Errorf("file source %s: resuming at byte %d (line %d), but the file has only %d bytes: it was replaced or cut since the last run; use a fresh data directory to read it anew", s.cfg.Path, offset, lineNo, progress.TotalBytes)
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return fmt.Errorf("file source %s: %w", s.cfg.Path, err)
+	}
+	progress.BytesRead = offset
 	lines := lineReader{r: bufio.NewReaderSize(f, 64<<10), max: s.cfg.MaxLineBytes}
-	for lineNo := 1; ; lineNo++ {
+	for ; ; lineNo++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -157,6 +172,7 @@ func (s *FileSource) Run(ctx context.Context, emit func(Record) error) error {
 			var rec Record
 			rec, rej, _ = s.intake.parse(line, origin)
 			if rej == nil {
+				rec.Resume = fileResume(progress.BytesRead, lineNo+1)
 				if err := emit(rec); err != nil {
 					return err
 				}
@@ -177,6 +193,28 @@ func (s *FileSource) Run(ctx context.Context, emit func(Record) error) error {
 		s.cfg.Progress(progress)
 	}
 	return nil
+}
+
+// fileResume is the token of the position after a record: the byte offset
+// and the number of the next line, "OFFSET:LINE".
+func fileResume(offset int64, nextLine int) []byte {
+	b := strconv.AppendInt(nil, offset, 10)
+	b = append(b, ':')
+	return strconv.AppendInt(b, int64(nextLine), 10)
+}
+
+// parseFileResume reads a fileResume token; nil is the file's start.
+func parseFileResume(tok []byte) (offset int64, line int, err error) {
+	if tok == nil {
+		return 0, 1, nil
+	}
+	off, ln, ok := strings.Cut(string(tok), ":")
+	o, err1 := strconv.ParseInt(off, 10, 64)
+	l, err2 := strconv.Atoi(ln)
+	if !ok || err1 != nil || err2 != nil || o < 0 || l < 1 {
+		return 0, 0, fmt.Errorf("resume position %q is not OFFSET:LINE", tok)
+	}
+	return o, l, nil
 }
 
 // lineReader splits a stream into lines of bounded length.

@@ -57,7 +57,7 @@ func TestFileSourceGoodAndBadLines(t *testing.T) {
 	require.Len(t, got, 3)
 	require.Equal(t, path+":1", got[0].Origin)
 	require.Equal(t, Record{Stream: "orders", Partition: got[0].Partition, Event: 90, HasEvent: true, Write: 100, HasWrite: true,
-		Payload: []byte(`{"order_id":"o-1","n":1}`), Origin: path + ":1"}, got[0])
+		Payload: []byte(`{"order_id":"o-1","n":1}`), Origin: path + ":1", Resume: []byte(fmt.Sprintf("%d:2", len(lines[0])+1))}, got[0])
 	require.Equal(t, path+":4", got[1].Origin)
 	require.False(t, got[1].HasWrite)
 	require.False(t, got[1].HasEvent)
@@ -189,4 +189,43 @@ func BenchmarkFileSource(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/record")
+}
+
+// TestFileSourceResumesAfterEachRecord starts a file source from every
+// record's resume token: it must emit exactly the records after it, with
+// the same origins (line numbers), and refuse a token past the file's end.
+func TestFileSourceResumesAfterEachRecord(t *testing.T) {
+	var lines []string
+	for i := range 20 {
+		if i%7 == 3 {
+			lines = append(lines, "") // blank lines keep their numbers
+		}
+		lines = append(lines, fmt.Sprintf(`{"write_ts":%d,"payload":{"n":%d}}`, i, i))
+	}
+	path := writeFile(t, "resume.jsonl", strings.Join(lines, "\n")+"\n")
+	open := func(resume []byte) []Record {
+		src, err := NewFileSource(FileSourceConfig{Path: path, Stream: "s", Partitions: 1, Resume: resume})
+		require.NoError(t, err)
+		got, err := collect(t, context.Background(), src)
+		require.NoError(t, err)
+		return got
+	}
+	all := open(nil)
+	require.Len(t, all, 20)
+	for i, rec := range all {
+		rest := open(rec.Resume)
+		require.Len(t, rest, len(all)-i-1, "after record %d", i)
+		for j := range rest {
+			require.Equal(t, all[i+1+j].Origin, rest[j].Origin)
+			require.Equal(t, all[i+1+j].Payload, rest[j].Payload)
+		}
+	}
+	src, err := NewFileSource(FileSourceConfig{Path: path, Stream: "s", Partitions: 1, Resume: []byte("999999:3")})
+	require.NoError(t, err)
+	_, err = collect(t, context.Background(), src)
+	require.ErrorContains(t, err, "replaced or cut")
+	src, err = NewFileSource(FileSourceConfig{Path: path, Stream: "s", Partitions: 1, Resume: []byte("garbage")})
+	require.NoError(t, err)
+	_, err = collect(t, context.Background(), src)
+	require.ErrorContains(t, err, "not OFFSET:LINE")
 }

@@ -35,6 +35,10 @@ type GeneratorConfig struct {
 	// Start + i milliseconds when Rate is 0. Otherwise a record's write
 	// time is the clock when it is emitted.
 	Start time.Time
+	// Resume is a token from a record's [Record.Resume]: Run continues
+	// with the record after it, drawing the same records as an
+	// uninterrupted run. Nil starts at the first record.
+	Resume []byte
 }
 
 // Generator is a deterministic synthetic source for demos and load tests.
@@ -98,11 +102,15 @@ func (g *Generator) Run(ctx context.Context, emit func(Record) error) error {
 	}
 	start := g.now()
 	payload := make([]byte, 0, 48+g.cfg.PayloadBytes)
+	skip, err := parseGeneratorResume(g.cfg.Resume)
+	if err != nil {
+		return fmt.Errorf("generator: %w", err)
+	}
 	for i := int64(0); g.cfg.Count == 0 || i < g.cfg.Count; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if g.cfg.Rate > 0 {
+		if g.cfg.Rate > 0 && i >= skip {
 			if err := g.pace(ctx, start, i); err != nil {
 				return err
 			}
@@ -131,12 +139,15 @@ func (g *Generator) Run(ctx context.Context, emit func(Record) error) error {
 		} else {
 			write = g.now().UnixNano()
 		}
+		if i < skip {
+			continue // emitted before the restart: only its draws are repeated
+		}
 		rec := Record{
 			Stream: g.cfg.Stream, Write: write, HasWrite: true, Event: write - lag, HasEvent: true,
 			Payload: append([]byte(nil), payload...),
 			Origin:  "generator:" + strconv.FormatInt(i, 10),
+			Resume:  strconv.AppendInt(nil, i+1, 10),
 		}
-		var err error
 		if rec.Partition, err = g.partitioner.Partition(rec.Payload); err != nil {
 			return fmt.Errorf("generator: %w", err) // NewGenerator checked the fields
 		}
@@ -145,6 +156,19 @@ func (g *Generator) Run(ctx context.Context, emit func(Record) error) error {
 		}
 	}
 	return nil
+}
+
+// parseGeneratorResume reads a generator's resume token: the number of
+// records already emitted.
+func parseGeneratorResume(tok []byte) (int64, error) {
+	if tok == nil {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(tok), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("resume position %q is not a record count", tok)
+	}
+	return n, nil
 }
 
 // pace waits until record i is due: start + i*interval. It sleeps at least

@@ -207,7 +207,13 @@ loop:
 
 func (s *HTTPSource) process(b *ingestBatch, emit func(Record) error, reject func(Rejection) error) ingestResult {
 	var res ingestResult
-	for _, it := range b.items {
+	last := -1 // the last record to accept: it asks for durability before the answer
+	for i, it := range b.items {
+		if it.rejection == nil {
+			last = i
+		}
+	}
+	for i, it := range b.items {
 		if it.rejection != nil {
 			if err := reject(*it.rejection); err != nil {
 				res.err, res.fatal = err, true
@@ -215,7 +221,9 @@ func (s *HTTPSource) process(b *ingestBatch, emit func(Record) error, reject fun
 			}
 			continue
 		}
-		if err := emit(it.record); err != nil {
+		rec := it.record
+		rec.Sync = i == last
+		if err := emit(rec); err != nil {
 			res.err = err
 			return res
 		}

@@ -52,6 +52,16 @@ type Record struct {
 	// Origin says where the record came from for error reports, e.g.
 	// "orders.jsonl:17" or "http:/ingest#3:2" (request 3, line 2).
 	Origin string
+	// Resume is where the source continues after this record when the
+	// host restarts from a commit that holds it (a file offset, a
+	// generator count); the host stores it with the record. Nil for
+	// sources that do not resume: an HTTP client sends again what was not
+	// acknowledged.
+	Resume []byte
+	// Sync asks the host to make this record and every earlier one durable
+	// before emit returns: an HTTP source acknowledges a request only
+	// then. Without it the host commits records in groups.
+	Sync bool
 }
 
 // Source produces records.
