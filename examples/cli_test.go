@@ -105,7 +105,8 @@ func TestCLIRunsTheExamplePipelines(t *testing.T) {
 		t.Run(tc.spec, func(t *testing.T) {
 			trace := filepath.Join(t.TempDir(), "trace.jsonl")
 			stdout, stderr, err := flowhostRun(t, "run", "-f", filepath.Join(dir, tc.spec),
-				"--plugins", env.plugins, "--trace", trace, "--metrics-addr", "", "--cache-dir", env.cache)
+				"--plugins", env.plugins, "--trace", trace, "--metrics-addr", "", "--cache-dir", env.cache,
+				"--data-dir", t.TempDir())
 			require.NoError(t, err, "stderr:\n%s", stderr)
 			require.Contains(t, stderr, "pipeline stopped")
 			out := readTextLines(t, []byte(stdout))

@@ -148,7 +148,7 @@ func warmCompilationCache(ctx context.Context) error {
 	for i, specPath := range specs {
 		wg.Go(func() {
 			cmd := exec.CommandContext(ctx, env.flowhost, "run", "-f", specPath, "--plugins", env.plugins,
-				"--metrics-addr", "", "--cache-dir", env.cache)
+				"--metrics-addr", "", "--cache-dir", env.cache, "--data-dir", specPath+".data")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				errs[i] = fmt.Errorf("flowhost run -f %s: %w\n%s", specPath, err, out)
 			}
@@ -229,6 +229,7 @@ func runPipelineWith(t *testing.T, name string, files map[string][]byte, pluginD
 		PluginDirs: pluginDirs,
 		TracePath:  filepath.Join(dir, "trace.jsonl"),
 		CacheDir:   env.cache,
+		DataDir:    filepath.Join(dir, "data"),
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Options: []runtime.Option{
 			runtime.WithSink("console", sink),

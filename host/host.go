@@ -30,6 +30,7 @@ import (
 	"github.com/flowhost/flowhost/host/progress"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/host/store"
 	"github.com/flowhost/flowhost/plugins"
 )
 
@@ -59,6 +60,17 @@ type RunConfig struct {
 	// os.Stderr (a live bar when it is a terminal, log lines otherwise),
 	// io.Discard turns it off.
 	Progress io.Writer
+	// DataDir is the data directory of the run's store: the run is
+	// exactly-once, and a run started on the same directory resumes where
+	// the last one committed. Empty means store.DefaultDataDir(pipeline
+	// name).
+	DataDir string
+	// InMemory runs without a store: faster, but nothing survives the
+	// process, and a restart processes its input again.
+	InMemory bool
+	// Replay reprocesses sources from positions (see runtime.Replay); it
+	// needs the store.
+	Replay map[string]runtime.Replay
 }
 
 // Run runs the pipeline of cfg until its sources end or ctx is cancelled
@@ -106,6 +118,20 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		defer rep.Close()
 		opts = append(opts, runtime.WithProgress(fileProgress(rep)))
 	}
+	if !cfg.InMemory {
+		st, err := OpenStore(pipe, cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		log.Info("exactly-once: committing to the data directory", "dir", st.Dir())
+		opts = append(opts, runtime.WithStore(st))
+		if len(cfg.Replay) > 0 {
+			opts = append(opts, runtime.WithReplay(cfg.Replay))
+		}
+	} else if len(cfg.Replay) > 0 {
+		return errors.New("--from replays records kept in the data directory; it cannot run in memory")
+	}
 	opts = append(opts, cfg.Options...)
 	rt, err := runtime.New(pipe, loaded.Factories, opts...)
 	if err != nil {
@@ -123,6 +149,18 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	err = rt.Run(ctx)
 	log.Info("pipeline stopped", "pipeline", pipe.Name, "elapsed", time.Since(start).Round(time.Millisecond), "err", err)
 	return err
+}
+
+// OpenStore opens the data directory of pipe: dir, or the default one for
+// its name when dir is empty.
+func OpenStore(pipe *spec.Pipeline, dir string) (*store.Store, error) {
+	if dir == "" {
+		var err error
+		if dir, err = store.DefaultDataDir(pipe.Name); err != nil {
+			return nil, err
+		}
+	}
+	return store.Open(dir, store.Options{})
 }
 
 func hasFileSource(p *spec.Pipeline) bool {

@@ -76,6 +76,7 @@ sinks:
 			CacheDir:        filepath.Join(os.TempDir(), "flowhost-test-cache"),
 			Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 			OnMetricsListen: func(a string) { addr <- a },
+			DataDir:         t.TempDir(),
 			Options:         []runtime.Option{runtime.WithSink("out", sink), runtime.WithDeadLetter(io.Discard)},
 		})
 	}()
@@ -138,6 +139,7 @@ dead_letter: {type: file, file: {path: dead.jsonl}}
 		PluginDirs: []string{filepath.Join(dir, "plugins")},
 		CacheDir:   filepath.Join(os.TempDir(), "flowhost-test-cache"),
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		DataDir:    t.TempDir(),
 	})
 	require.NoError(t, err)
 	out, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))

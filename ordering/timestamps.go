@@ -84,6 +84,10 @@ func NewSystemClock(now func() int64, last int64) *SystemClock {
 	return &SystemClock{now: now, last: last}
 }
 
+// Last returns the last time Now gave (or the one the clock resumed
+// after); a host stores it so that a restarted partition resumes after it.
+func (c *SystemClock) Last() int64 { return c.last }
+
 // Now returns max(last, now()) and remembers it.
 func (c *SystemClock) Now() int64 {
 	c.last = max(c.last, c.now())

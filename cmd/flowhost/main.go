@@ -16,6 +16,8 @@ import (
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host"
+	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/host/store"
 )
 
 // version is set with -ldflags "-X main.version=..." by release builds.
@@ -35,20 +37,30 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRun(), newPlugin(), newVersion(), newNew())
+	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew())
 	return root
 }
 
 func newRun() *cobra.Command {
 	var cfg host.RunConfig
 	var verbose bool
+	var from []string
 	cmd := &cobra.Command{
 		Use:   "run -f PIPELINE.yaml --plugins DIR...",
 		Short: "Run a pipeline until its sources end or until interrupted",
 		Long: `Run reads the pipeline spec, loads and checks every plugin it names from the
 plugin directories, and runs the pipeline. File sources end the run when they
 are read; otherwise it runs until SIGINT or SIGTERM, then stops taking input
-and delivers everything already accepted before exiting.`,
+and delivers everything already accepted before exiting.
+
+The run is exactly-once: records, the queues between computations, state,
+timers and positions are committed to the data directory (--data-dir, by
+default ~/.local/state/flowhost/PIPELINE-NAME). Killed at any moment and
+started again on the same directory, it resumes from its last commits:
+nothing is lost and nothing is processed twice. A file source that was read
+to its end is not read again; --from reprocesses a source from an offset or
+a write time, as far as retention kept its records. --in-memory keeps
+nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelInfo
@@ -70,6 +82,15 @@ and delivers everything already accepted before exiting.`,
 				case <-finished:
 				}
 			}()
+			if len(from) > 0 {
+				pipe, err := spec.ParseFile(cfg.SpecPath)
+				if err != nil {
+					return err
+				}
+				if cfg.Replay, err = host.ParseReplay(from, pipe); err != nil {
+					return err
+				}
+			}
 			err := host.Run(ctx, cfg)
 			if errors.Is(err, context.Canceled) {
 				return nil
@@ -83,8 +104,48 @@ and delivers everything already accepted before exiting.`,
 	f.StringVar(&cfg.TracePath, "trace", "", "write one JSON line per delivery to this file")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "serve Prometheus /metrics here (empty: off)")
 	f.StringVar(&cfg.CacheDir, "cache-dir", "", "compilation cache (default: the user cache dir)")
+	f.StringVar(&cfg.DataDir, "data-dir", "", "data directory of the exactly-once store (default ~/.local/state/flowhost/PIPELINE-NAME)")
+	f.BoolVar(&cfg.InMemory, "in-memory", false, "keep nothing on disk: no exactly-once, a restart processes everything again")
+	f.StringArrayVar(&from, "from", nil, "reprocess a source from a position: SOURCE=OFFSET, SOURCE=RFC3339-TIME, or a position for every source (repeatable)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")
+	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")
+	cmd.MarkFlagsMutuallyExclusive("in-memory", "from")
+	return cmd
+}
+
+func newInspect() *cobra.Command {
+	var dir, specPath string
+	var keys bool
+	cmd := &cobra.Command{
+		Use:   "inspect (--data-dir DIR | -f PIPELINE.yaml)",
+		Short: "Show what a data directory holds: positions, queues, epochs, timers, state sizes",
+		Long: `Inspect lists a stopped pipeline's data directory: every source stream
+partition with its retained, appended and routed offsets and watermark; the
+committed messages still queued for each computation partition and sink; each
+computation partition's last committed epoch, pending timers and state size
+(per key with --keys); and each sink's committed position. The pipeline must
+not be running: it holds its data directory.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				if specPath == "" {
+					return errors.New("give --data-dir, or -f with the pipeline spec to use its default data directory")
+				}
+				pipe, err := spec.ParseFile(specPath)
+				if err != nil {
+					return err
+				}
+				if dir, err = store.DefaultDataDir(pipe.Name); err != nil {
+					return err
+				}
+			}
+			return host.Inspect(cmd.OutOrStdout(), dir, keys)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "data-dir", "", "the data directory")
+	cmd.Flags().StringVarP(&specPath, "file", "f", "", "pipeline spec whose default data directory to inspect")
+	cmd.Flags().BoolVar(&keys, "keys", false, "list every key's state size")
 	return cmd
 }
 

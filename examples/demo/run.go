@@ -112,6 +112,12 @@ func (r *runner) run(ctx context.Context, m mode) (*result, error) {
 			return nil, err
 		}
 	}
+	// Each run starts from a fresh data directory: on the same one, a run
+	// would resume after the files were read and find nothing to do.
+	dataDir := filepath.Join(dir, "data")
+	if err := os.RemoveAll(dataDir); err != nil {
+		return nil, err
+	}
 	p, err := spec.ParseFile(filepath.Join(r.root, "examples", "pipelines", "join.yaml"))
 	if err != nil {
 		return nil, err
@@ -158,6 +164,7 @@ func (r *runner) run(ctx context.Context, m mode) (*result, error) {
 		PluginDirs: []string{r.plugins},
 		TracePath:  res.tracePath,
 		CacheDir:   filepath.Join(r.work, "cache"),
+		DataDir:    dataDir,
 		Logger:     r.log,
 		Options:    opts,
 	})

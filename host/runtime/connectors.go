@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/host/store"
 	"github.com/flowhost/flowhost/ordering"
 )
 
@@ -70,19 +71,20 @@ func (d *deadLetters) connectReject(rj connect.Rejection) error {
 func (d *deadLetters) close() error { return d.closer() }
 
 // deadLetterKey sends every input of a key (messages and fired timers) to
-// the computation's dead-letter route with err.
-func (p *partition) deadLetterKey(ctx context.Context, kb *ordering.KeyBatch, stage string, err error) error {
+// the computation's dead-letter route with err, as part of epoch ep.
+func (p *partition) deadLetterKey(ctx context.Context, ep *epoch, kb *ordering.KeyBatch, stage string, err error) error {
 	c := p.comp
+	var derr error
 	for _, t := range kb.Timers {
 		origin := fmt.Sprintf("%s timer %s key %s trigger %d", c.spec.Name, t.ID, kb.Key, t.Trigger)
 		tt := ordering.Timestamps{Event: t.Event, System: t.Trigger, Alignment: t.Trigger}
-		if derr := c.deadLetter(ctx, stage, origin, err, t.Payload, t.ID, tt); derr != nil {
+		if ep.ds, derr = c.deadLetter(ctx, p.snd, ep.ds, stage, origin, err, t.Payload, t.ID, tt); derr != nil {
 			return derr
 		}
 	}
 	for _, m := range kb.Messages {
 		origin := fmt.Sprintf("%s <- %s %s", c.spec.Name, m.Stream, m.ID)
-		if derr := c.deadLetter(ctx, stage, origin, err, m.Payload, m.ID, m.Time); derr != nil {
+		if ep.ds, derr = c.deadLetter(ctx, p.snd, ep.ds, stage, origin, err, m.Payload, m.ID, m.Time); derr != nil {
 			return derr
 		}
 	}
@@ -91,27 +93,30 @@ func (p *partition) deadLetterKey(ctx context.Context, kb *ordering.KeyBatch, st
 
 // deadLetter refuses one input of this computation. Without a
 // dead_letter.stream in the spec it goes to the pipeline's dead-letter
-// sink; with one, it becomes a message on that stream (the rejection as
-// a JSON object, the refused input as its parent), so a pipeline can
-// route, count or repair its own rejects.
-func (c *computation) deadLetter(ctx context.Context, stage, origin string, err error, record []byte, parent ordering.MessageID, parentTime ordering.Timestamps) error {
+// sink at once; with one, it becomes a message on that stream (the
+// rejection as a JSON object, the refused input as its parent), planned
+// into ds from snd like any output, so a pipeline can route, count or
+// repair its own rejects. Its id derives from the refused input's, so a
+// replayed rejection has the same id.
+func (c *computation) deadLetter(ctx context.Context, snd *sender, ds []delivery, stage, origin string, err error, record []byte, parent ordering.MessageID, parentTime ordering.Timestamps) ([]delivery, error) {
 	r := c.rt
 	if c.spec.DeadLetter == nil {
-		return r.dead.reject(stage, origin, err, record)
+		return ds, r.dead.reject(stage, origin, err, record)
 	}
 	r.metrics.deadLetters.WithLabelValues(stage).Inc()
 	var buf bytes.Buffer
 	if werr := connect.NewDeadLetter(&buf).Reject(connect.Rejection{Origin: origin, Stage: stage, Err: err, Record: record}); werr != nil {
-		return werr
+		return ds, werr
 	}
+	stream := c.spec.DeadLetter.Stream
 	m := &ordering.Message{
-		ID:      ordering.TransformID(c.spec.Name+".dead-letter", 0, c.deadSeq.Add(1)-1),
-		Stream:  c.spec.DeadLetter.Stream,
+		ID:      parent.Derive(stream, 0),
+		Stream:  stream,
 		Time:    ordering.TransformOutput(r.opts.now(), []ordering.Timestamps{parentTime}, 0, false),
 		Parents: []ordering.MessageID{parent},
 		Payload: bytes.TrimSuffix(buf.Bytes(), []byte("\n")),
 	}
-	return r.route(ctx, ordering.Sender{Computation: c.spec.Name + ".dead-letter"}, m)
+	return r.plan(ctx, snd, m, ds)
 }
 
 func (r *Runtime) stdout() io.Writer {
@@ -121,14 +126,15 @@ func (r *Runtime) stdout() io.Writer {
 	return os.Stdout
 }
 
-// openSource builds the connector a spec source names.
-func (r *Runtime) openSource(ss *spec.Source) (Source, error) {
+// openSource builds the connector a spec source names, continuing after
+// resume (a position a record carried; nil: from the start).
+func (r *Runtime) openSource(ss *spec.Source, resume []byte) (Source, error) {
 	reject := r.dead.connectReject
 	switch ss.Type {
 	case spec.SourceFile:
 		return connect.NewFileSource(connect.FileSourceConfig{
 			Path: ss.File.Path, Stream: ss.Stream, Partitions: ss.Partitions, PartitionBy: ss.PartitionBy,
-			Reject: reject, Progress: r.opts.fileProgress(ss.Name),
+			Reject: reject, Progress: r.opts.fileProgress(ss.Name), Resume: resume,
 		})
 	case spec.SourceHTTP:
 		return connect.NewHTTPSource(connect.HTTPSourceConfig{
@@ -140,55 +146,140 @@ func (r *Runtime) openSource(ss *spec.Source) (Source, error) {
 		return connect.NewGenerator(connect.GeneratorConfig{
 			Stream: ss.Stream, Partitions: ss.Partitions, PartitionBy: ss.PartitionBy,
 			Seed: uint64(g.Seed), Count: g.Count, Keys: int(g.Keys), PayloadBytes: int(g.PayloadBytes),
-			Rate: g.Rate, EventLag: g.EventLag,
+			Rate: g.Rate, EventLag: g.EventLag, Resume: resume,
 		})
 	}
 	return nil, fmt.Errorf("source %q: unknown type %q", ss.Name, ss.Type)
 }
 
 // sinkRunner feeds one sink from a bounded queue, in batches, so that a
-// slow sink slows its writers down instead of growing memory.
+// slow sink slows its writers down instead of growing memory. With a store
+// each batch commits: the records leave the sink's queue in the same
+// transaction that records the sink's new position (a file sink's length,
+// an HTTP sink's log), which is what makes sinks exactly-once.
 type sinkRunner struct {
-	rt     *Runtime
-	name   string
-	sink   Sink
-	inputs []*stream
+	rt      *Runtime
+	name    string
+	sink    Sink
+	inputs  []*stream
+	dest    store.Dest
+	destKey string
+	// Exactly one of these is set with a store: the file sink that commits
+	// its length, or the HTTP sink served from the store's log; neither
+	// for stdout and embedded sinks, which are at-least-once on a crash.
+	file *connect.CommittedFileSink
+	http *connect.HTTPSink
+	pos  store.SinkPosition
 
 	mu    sync.Mutex
 	cond  *sync.Cond
-	queue []connect.SinkRecord
+	queue []sinkItem
+}
+
+// sinkItem is one record for a sink and its place in the sink's queue.
+type sinkItem struct {
+	rec  connect.SinkRecord
+	from ordering.Sender
+	task ordering.TaskID
 }
 
 // sinkQueueRecords bounds the records waiting for one sink.
 const sinkQueueRecords = 8192
 
 func (r *Runtime) newSinkRunner(ss *spec.Sink) (*sinkRunner, error) {
-	sk, ok := r.opts.sinks[ss.Name]
-	if !ok {
-		var err error
-		if sk, err = r.openSink(ss); err != nil {
-			return nil, fmt.Errorf("sink %q: %w", ss.Name, err)
-		}
-	}
-	s := &sinkRunner{rt: r, name: ss.Name, sink: sk}
+	d := store.Dest{Sink: true, Name: ss.Name}
+	s := &sinkRunner{rt: r, name: ss.Name, dest: d, destKey: d.String()}
 	s.cond = sync.NewCond(&s.mu)
+	if sk, ok := r.opts.sinks[ss.Name]; ok {
+		s.sink = sk
+	} else if err := s.open(ss); err != nil {
+		return nil, fmt.Errorf("sink %q: %w", ss.Name, err)
+	}
 	return s, nil
 }
 
-func (r *Runtime) openSink(ss *spec.Sink) (Sink, error) {
+// open builds the sink the spec names; with a store, it resumes the sink
+// from its committed position.
+func (s *sinkRunner) open(ss *spec.Sink) error {
+	r := s.rt
+	st := r.opts.store
+	var resumed bool
+	if st != nil {
+		var err error
+		if s.pos, resumed, err = st.Sink(ss.Name); err != nil {
+			return err
+		}
+	}
 	switch ss.Type {
 	case spec.SinkFile:
-		return connect.OpenFileSink(connect.FileSinkConfig{Path: ss.File.Path, Format: connect.Format(ss.Format)})
+		cfg := connect.FileSinkConfig{Path: ss.File.Path, Format: connect.Format(ss.Format)}
+		if st == nil {
+			sk, err := connect.OpenFileSink(cfg)
+			s.sink = sk
+			return err
+		}
+		fs, discarded, err := connect.OpenCommittedFileSink(cfg, s.pos.Bytes, !resumed)
+		if err != nil {
+			return err
+		}
+		if discarded > 0 {
+			r.log.Info("file sink: removed what was written after the last commit; it is written again",
+				"sink", ss.Name, "path", ss.File.Path, "bytes", discarded)
+		}
+		if !resumed {
+			// Record where this sink's records start, so that what a crash
+			// leaves after it is removed even before the first commit.
+			if s.pos.Bytes, err = fs.Commit(); err == nil {
+				b := st.NewBatch()
+				b.SetSink(ss.Name, s.pos)
+				err = b.Commit()
+			}
+			if err != nil {
+				_ = fs.Close()
+				return err
+			}
+		}
+		s.sink, s.file = fs, fs
+		return nil
 	case spec.SinkStdout:
 		format := connect.Format(ss.Format)
+		var err error
 		if r.opts.stdout != nil {
-			return connect.NewWriterSink(r.opts.stdout, format)
+			s.sink, err = connect.NewWriterSink(r.opts.stdout, format)
+		} else {
+			s.sink, err = connect.NewStdoutSink(format)
 		}
-		return connect.NewStdoutSink(format)
+		return err
 	case spec.SinkHTTP:
-		return connect.NewHTTPSink(connect.HTTPSinkConfig{Addr: ss.HTTP.Listen, Path: ss.HTTP.Path})
+		cfg := connect.HTTPSinkConfig{Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Logger: r.log}
+		if st != nil {
+			cfg.Next = int64(s.pos.Records)
+			cfg.Log = storeSinkLog{st: st, sink: ss.Name}
+		}
+		hs, err := connect.NewHTTPSink(cfg)
+		if err != nil {
+			return err
+		}
+		s.sink = hs
+		if st != nil {
+			s.http = hs
+		}
+		return nil
 	}
-	return nil, fmt.Errorf("unknown type %q", ss.Type)
+	return fmt.Errorf("unknown type %q", ss.Type)
+}
+
+// restoreQueue queues again what was committed for the sink and not yet
+// written before a restart.
+func (s *sinkRunner) restoreQueue() error {
+	st := s.rt.opts.store
+	if st == nil {
+		return nil
+	}
+	return st.Queue(s.dest, func(from ordering.Sender, m *ordering.Message) error {
+		s.queue = append(s.queue, sinkItem{rec: connect.NewSinkRecord(m), from: from, task: m.Task})
+		return nil
+	})
 }
 
 func (s *sinkRunner) wake() {
@@ -197,7 +288,7 @@ func (s *sinkRunner) wake() {
 	s.mu.Unlock()
 }
 
-func (s *sinkRunner) send(ctx context.Context, rec connect.SinkRecord) error {
+func (s *sinkRunner) send(ctx context.Context, it sinkItem) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.queue) >= sinkQueueRecords && ctx.Err() == nil {
@@ -206,7 +297,7 @@ func (s *sinkRunner) send(ctx context.Context, rec connect.SinkRecord) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	s.queue = append(s.queue, rec)
+	s.queue = append(s.queue, it)
 	s.cond.Broadcast()
 	return nil
 }
@@ -224,7 +315,8 @@ func (s *sinkRunner) inputsFinished() bool {
 // is empty, then closes the sink.
 func (s *sinkRunner) run(ctx context.Context) error {
 	counter := s.rt.metrics.sinkRecords.WithLabelValues(s.name)
-	var batch []connect.SinkRecord
+	var batch []sinkItem
+	var recs []connect.SinkRecord
 	for {
 		s.mu.Lock()
 		for len(s.queue) == 0 && !s.inputsFinished() && ctx.Err() == nil {
@@ -244,12 +336,77 @@ func (s *sinkRunner) run(ctx context.Context) error {
 			}
 			return nil
 		}
-		if err := s.sink.Write(ctx, batch); err != nil {
+		recs = recs[:0]
+		for i := range batch {
+			recs = append(recs, batch[i].rec)
+		}
+		if err := s.write(ctx, batch, recs); err != nil {
 			return fmt.Errorf("sink %q: %w", s.name, err)
 		}
 		counter.Add(float64(len(batch)))
 		clear(batch)
+		clear(recs)
 	}
+}
+
+// write writes one batch and, with a store, commits it. An HTTP sink's
+// records are committed to its log first and then served; a file sink's
+// are written, synced, and then committed with the file's new length.
+func (s *sinkRunner) write(ctx context.Context, batch []sinkItem, recs []connect.SinkRecord) error {
+	st := s.rt.opts.store
+	if st == nil {
+		return s.sink.Write(ctx, recs)
+	}
+	b := st.NewBatch()
+	for i := range batch {
+		b.Dequeue(s.dest, batch[i].from, batch[i].task)
+	}
+	if s.http != nil {
+		for i := range recs {
+			line, err := recs[i].JSONLine()
+			if err != nil {
+				b.Discard()
+				return fmt.Errorf("record %s: %w", recs[i].MessageID, err)
+			}
+			b.AppendSinkLog(s.name, s.pos.Records+uint64(i), line)
+		}
+		s.pos.Records += uint64(len(recs))
+		b.SetSink(s.name, s.pos)
+		if err := b.Commit(); err != nil {
+			return err
+		}
+		return s.sink.Write(ctx, recs)
+	}
+	if err := s.sink.Write(ctx, recs); err != nil {
+		b.Discard()
+		return err
+	}
+	if s.file != nil {
+		n, err := s.file.Commit()
+		if err != nil {
+			b.Discard()
+			return err
+		}
+		s.pos.Bytes = n
+	}
+	s.pos.Records += uint64(len(recs))
+	b.SetSink(s.name, s.pos)
+	return b.Commit()
+}
+
+// storeSinkLog is an HTTP sink's log in the store.
+type storeSinkLog struct {
+	st   *store.Store
+	sink string
+}
+
+func (l storeSinkLog) Bounds() (oldest, end int64, err error) {
+	first, endSeq, err := l.st.SinkLogRange(l.sink)
+	return int64(first), int64(endSeq), err
+}
+
+func (l storeSinkLog) Read(from int64, fn func(n int64, line []byte) error) error {
+	return l.st.SinkLog(l.sink, uint64(max(from, 0)), func(seq uint64, line []byte) error { return fn(int64(seq), line) })
 }
 
 // fileProgress reports a file source's progress through the runtime's

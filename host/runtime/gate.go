@@ -98,6 +98,15 @@ func (g *sourceGate) pass(ctx context.Context, i int, prio int64) error {
 	}
 }
 
+// open reports whether stream i's record at priority prio could be sent
+// now, without waiting.
+func (g *sourceGate) open(i int, prio int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	wait, _ := g.blocked(i, prio)
+	return !wait
+}
+
 // blocked reports whether another stream has an earlier record waiting, or
 // has been empty for less than the grace (graceLeft then says how long).
 func (g *sourceGate) blocked(i int, prio int64) (wait bool, graceLeft time.Duration) {

@@ -22,6 +22,8 @@ type metrics struct {
 	bufferedBytes  *prometheus.GaugeVec
 	sinkRecords    *prometheus.CounterVec
 	backpressureNs *prometheus.CounterVec
+	retained       prometheus.Counter
+	storeBytes     prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -84,8 +86,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "flowhost_backpressure_seconds_total",
 			Help: "Time senders spent blocked on a full input buffer, by destination computation.",
 		}, []string{"computation"}),
+		retained: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flowhost_store_retention_deleted_total",
+			Help: "Consumed source records and sink log records the retention policy deleted from the store.",
+		}),
+		storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "flowhost_store_bytes",
+			Help: "Size of the store's files on disk (updated by each retention pass).",
+		}),
 	}
-	reg.MustRegister(m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
+	reg.MustRegister(m.retained, m.storeBytes, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
 		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
 		m.bufferedBytes, m.sinkRecords, m.backpressureNs)
 	return m

@@ -14,6 +14,7 @@ import (
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/keys"
 	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/host/store"
 	"github.com/flowhost/flowhost/ordering"
 )
 
@@ -27,8 +28,7 @@ type computation struct {
 	inputs  []*stream
 	outputs []*stream
 	parts   []*partition
-	done    atomic.Int32  // partitions finished
-	deadSeq atomic.Uint64 // ids of dead-letter messages
+	done    atomic.Int32 // partitions finished
 	// Metric series, resolved once: per input and output stream name.
 	mIn, mOut              map[string]prometheus.Counter
 	mBatchRows, mBatchTime prometheus.Observer
@@ -44,7 +44,8 @@ func newComputation(r *Runtime, cs *spec.Computation, f compute.Factory) (*compu
 		c.keyer = k
 	}
 	for i := 0; i < cs.Partitions; i++ {
-		c.parts = append(c.parts, &partition{comp: c, index: i})
+		d := store.Dest{Name: cs.Name, Partition: i}
+		c.parts = append(c.parts, &partition{comp: c, index: i, dest: d, destKey: d.String()})
 	}
 	m := r.metrics
 	c.mIn, c.mOut = map[string]prometheus.Counter{}, map[string]prometheus.Counter{}
@@ -117,6 +118,10 @@ func (c *computation) partitionFinished(endOfData bool) {
 type partition struct {
 	comp  *computation
 	index int
+	// dest names the partition's queue in the store, destKey the same as
+	// senders count TaskIds for it.
+	dest    store.Dest
+	destKey string
 
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled on input, watermark moves and space freed
@@ -133,6 +138,7 @@ type partition struct {
 	timers    *ordering.TimerStore
 	timerEvts ordering.InFlight
 	state     PartitionState
+	snd       *sender
 	proc      compute.Computation
 	clock     *ordering.SystemClock
 	outSeq    uint64
@@ -198,7 +204,14 @@ func (p *partition) start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if p.state, err = r.opts.state.Partition(c.spec.Name, p.index); err != nil {
+	var meta store.PartitionMeta
+	var resumed bool
+	if st := r.opts.store; st != nil {
+		p.state = storeState{st: st, comp: c.spec.Name, part: p.index}
+		if meta, resumed, err = st.Partition(c.spec.Name, p.index); err != nil {
+			return err
+		}
+	} else if p.state, err = r.opts.state.Partition(c.spec.Name, p.index); err != nil {
 		return err
 	}
 	pending, err := p.state.Timers()
@@ -216,13 +229,66 @@ func (p *partition) start(ctx context.Context) error {
 	for t := range p.timers.All() {
 		p.timerEvts.Add(t.Event)
 	}
-	p.clock = ordering.NewSystemClock(r.opts.now, 0)
+	p.epoch, p.outSeq = meta.Epoch, meta.OutSeq
+	p.clock = ordering.NewSystemClock(r.opts.now, meta.Clock)
+	p.snd = newSender(p.self, meta.Tasks)
+	if resumed {
+		p.outWM.Store(meta.Out.Event)
+		p.outSysWM.Store(meta.Out.System)
+		p.evWM.Resume(meta.Out.Event)
+		p.sysWM.Resume(meta.Out.System)
+		for i, name := range c.spec.InputStreams {
+			if b, ok := meta.Bias[name]; ok {
+				p.merge.ResumeBias(i, b)
+			}
+		}
+	}
+	if err := p.restoreQueue(); err != nil {
+		return err
+	}
 	p.lingerNanos = int64(c.spec.Batch.MaxDuration)
 	p.lingerTimer = time.AfterFunc(time.Hour, p.wake)
 	p.lingerTimer.Stop()
 	p.prio = map[*ordering.Message]ordering.Priority{}
 	p.mapCounts = map[mapSlot]uint64{}
 	return p.instantiate(ctx)
+}
+
+// restoreQueue hands the partition back what was committed for it and not
+// yet consumed before a restart, in the order each sender queued it.
+func (p *partition) restoreQueue() error {
+	st := p.comp.rt.opts.store
+	if st == nil {
+		return nil
+	}
+	name := p.comp.spec.Name
+	return st.Queue(p.dest, func(from ordering.Sender, m *ordering.Message) error {
+		s := p.comp.rt.streams[m.Stream]
+		if _, ok := p.merge.StreamIndex(m.Stream); !ok || s == nil {
+			return fmt.Errorf("%w: the queue of %s holds message %s of stream %q, which %s does not read", store.ErrCorrupted, p.dest, m.ID, m.Stream, name)
+		}
+		if err := p.inbox.Restore(from, name, m); err != nil {
+			return err
+		}
+		p.events.Add(m.Time.Event)
+		p.systems.Add(m.Time.System)
+		s.mBuffered.Inc()
+		s.mBufferedBytes.Add(float64(m.Size()))
+		return nil
+	})
+}
+
+// publishResumed raises the output streams to the watermarks the
+// partitions committed before a restart.
+func (c *computation) publishResumed() {
+	ev, sys := endOfStream, endOfStream
+	for _, q := range c.parts {
+		ev = min(ev, q.outWM.Load())
+		sys = min(sys, q.outSysWM.Load())
+	}
+	for _, s := range c.outputs {
+		s.raise(ev, sys)
+	}
 }
 
 func (p *partition) instantiate(ctx context.Context) error {
@@ -260,7 +326,7 @@ func (p *partition) send(ctx context.Context, from ordering.Sender, m *ordering.
 	defer p.mu.Unlock()
 	var blockedSince time.Time
 	for {
-		err := p.inbox.Send(from, p.comp.spec.Name, m)
+		err := p.inbox.SendAssigned(from, p.comp.spec.Name, m)
 		if err == nil {
 			break
 		}

@@ -6,14 +6,16 @@ import (
 	"time"
 
 	"github.com/flowhost/flowhost/abi"
-	"github.com/flowhost/flowhost/host/connect"
+	"github.com/flowhost/flowhost/host/store"
 	"github.com/flowhost/flowhost/ordering"
 )
 
-// process runs one batch through the computation and applies its effects:
-// state, timers, derived messages (stamped by the host), trace and metrics.
-// A batch the guest fails is sent to the dead-letter sink whole and the
-// instance is replaced; the run goes on.
+// process runs one batch through the computation and commits it as one
+// epoch: state and timer changes, the derived messages (stamped by the
+// host), the consumed inputs, and with a store the partition's positions,
+// all in one transaction. Only then do the derived messages go downstream.
+// A batch the guest fails is sent to the dead-letter route whole, in the
+// same epoch, and the instance is replaced; the run goes on.
 func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Watermarks) error {
 	c := p.comp
 	r := c.rt
@@ -26,19 +28,22 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 	if r.trace != nil {
 		p.traceBatch(b)
 	}
+	ep := &epoch{commit: Commit{Epoch: p.epoch}}
+	for i := range b.Keys {
+		for _, t := range b.Keys[i].Timers {
+			ep.commit.TimersDeleted = append(ep.commit.TimersDeleted, TimerRef{t.Key, t.Trigger})
+		}
+	}
 	resp, cause, gerr := p.call(ctx, req)
 	switch {
 	case gerr != nil:
 		r.metrics.guestErrors.WithLabelValues(c.spec.Name, cause).Inc()
-		r.log.Error("computation failed a batch; its inputs go to the dead-letter sink",
+		r.log.Error("computation failed a batch; its inputs go to the dead-letter route",
 			"computation", c.spec.Name, "partition", p.index, "epoch", p.epoch, "cause", cause, "err", gerr)
 		for i := range b.Keys {
-			if err := p.deadLetterKey(ctx, &b.Keys[i], stageGuest, gerr); err != nil {
+			if err := p.deadLetterKey(ctx, ep, &b.Keys[i], stageGuest, gerr); err != nil {
 				return err
 			}
-		}
-		if err := p.deleteFired(b); err != nil {
-			return err
 		}
 		if cause == causeCall {
 			if err := p.replaceInstance(ctx); err != nil {
@@ -46,14 +51,69 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 			}
 		}
 	default:
-		if err := p.apply(ctx, b, resp); err != nil {
+		if err := p.apply(ctx, ep, b, resp); err != nil {
 			return err
 		}
+	}
+	if err := p.commitEpoch(ep, b); err != nil {
+		return fmt.Errorf("computation %q partition %d: committing epoch %d: %w", c.spec.Name, p.index, p.epoch, err)
+	}
+	for _, m := range ep.outs {
+		if ctr := c.mOut[m.Stream]; ctr != nil { // nil for the dead-letter stream
+			ctr.Inc()
+		}
+	}
+	if err := r.deliver(ctx, p.self, ep.ds); err != nil {
+		return err
 	}
 	p.release(b)
 	c.mBatchRows.Observe(float64(batchInputs(b)))
 	c.mBatchTime.Observe(time.Since(started).Seconds())
 	return nil
+}
+
+// epoch is what one batch changes, gathered before it commits.
+type epoch struct {
+	commit Commit
+	outs   []*ordering.Message // derived messages, before routing
+	ds     []delivery          // where they (and dead letters) go
+}
+
+// commitEpoch commits an epoch. Without a store only the state changes
+// have somewhere to go; with one, everything commits in one transaction:
+// state, timers, the inputs taken off this partition's queue, the outputs
+// put on their destinations' queues, and the partition's epoch, id
+// counters, clock, watermarks, biases and TaskIds.
+func (p *partition) commitEpoch(ep *epoch, b *ordering.Batch) error {
+	c := p.comp
+	st := c.rt.opts.store
+	if st == nil {
+		if len(ep.commit.State)+len(ep.commit.TimersSet)+len(ep.commit.TimersDeleted) == 0 {
+			return nil
+		}
+		return p.state.Commit(&ep.commit)
+	}
+	sb := st.NewBatch()
+	writeCommit(sb, c.spec.Name, p.index, &ep.commit)
+	for i := range b.Keys {
+		for _, m := range b.Keys[i].Messages {
+			sb.Dequeue(p.dest, m.From, m.Task)
+		}
+	}
+	persist(sb, p.self, ep.ds)
+	meta := store.PartitionMeta{
+		Epoch:  p.epoch,
+		OutSeq: p.outSeq,
+		Clock:  p.clock.Last(),
+		Out:    store.Watermarks{Event: p.outWM.Load(), System: p.outSysWM.Load()},
+		Tasks:  p.snd.tasks,
+		Bias:   make(map[string]int64, len(c.spec.InputStreams)),
+	}
+	for i, name := range c.spec.InputStreams {
+		meta.Bias[name] = p.merge.Bias(i)
+	}
+	sb.SetPartition(c.spec.Name, p.index, meta)
+	return sb.Commit()
 }
 
 // Causes of a failed batch, for metrics and logs.
@@ -142,22 +202,16 @@ func (p *partition) request(b *ordering.Batch, wm abi.Watermarks) (*abi.Request,
 	return req, nil
 }
 
-// apply commits a successful response: state and timer changes first, then
-// the derived messages go downstream.
-func (p *partition) apply(ctx context.Context, b *ordering.Batch, resp *abi.Response) error {
+// apply gathers the effects of a successful response into ep: state and
+// timer changes, and the derived messages with their deliveries.
+func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, resp *abi.Response) error {
 	c := p.comp
 	r := c.rt
 	keyIndex := make(map[string]int, len(b.Keys))
 	for i := range b.Keys {
 		keyIndex[b.Keys[i].Key] = i
 	}
-	commit := &Commit{Epoch: p.epoch}
-	for i := range b.Keys {
-		for _, t := range b.Keys[i].Timers {
-			commit.TimersDeleted = append(commit.TimersDeleted, TimerRef{t.Key, t.Trigger})
-		}
-	}
-	var outs []*ordering.Message
+	commit := &ep.commit
 	clear(p.mapCounts)
 	for i := range resp.Keys {
 		rk := &resp.Keys[i]
@@ -165,7 +219,7 @@ func (p *partition) apply(ctx context.Context, b *ordering.Batch, resp *abi.Resp
 		if rk.Error != "" {
 			r.metrics.guestErrors.WithLabelValues(c.spec.Name, causeKey).Inc()
 			kerr := fmt.Errorf("computation %q (plugin %q) failed key %q: %s", c.spec.Name, c.spec.Plugin, rk.Key, rk.Error)
-			if err := p.deadLetterKey(ctx, kb, stageGuest, kerr); err != nil {
+			if err := p.deadLetterKey(ctx, ep, kb, stageGuest, kerr); err != nil {
 				return err
 			}
 			continue
@@ -205,18 +259,12 @@ func (p *partition) apply(ctx context.Context, b *ordering.Batch, resp *abi.Resp
 			commit.TimersSet = append(commit.TimersSet, kept)
 		}
 		for e := range rk.Emits {
-			outs = append(outs, p.derive(kb, &rk.Emits[e]))
-		}
-	}
-	if err := p.state.Commit(commit); err != nil {
-		return fmt.Errorf("computation %q partition %d: committing epoch %d: %w", c.spec.Name, p.index, p.epoch, err)
-	}
-	for _, m := range outs {
-		if ctr := c.mOut[m.Stream]; ctr != nil { // nil for the dead-letter stream
-			ctr.Inc()
-		}
-		if err := r.route(ctx, p.self, m); err != nil {
-			return err
+			m := p.derive(kb, &rk.Emits[e])
+			ep.outs = append(ep.outs, m)
+			var err error
+			if ep.ds, err = r.plan(ctx, p.snd, m, ep.ds); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -273,21 +321,6 @@ func (p *partition) derive(kb *ordering.KeyBatch, e *abi.Emit) *ordering.Message
 	out.ID = ordering.TransformID(c.spec.Name, int32(p.index), p.outSeq)
 	p.outSeq++
 	return out
-}
-
-// deleteFired commits the deletion of a failed batch's timers: they went to
-// the dead-letter sink with the batch.
-func (p *partition) deleteFired(b *ordering.Batch) error {
-	commit := &Commit{Epoch: p.epoch}
-	for i := range b.Keys {
-		for _, t := range b.Keys[i].Timers {
-			commit.TimersDeleted = append(commit.TimersDeleted, TimerRef{t.Key, t.Trigger})
-		}
-	}
-	if len(commit.TimersDeleted) == 0 {
-		return nil
-	}
-	return p.state.Commit(commit)
 }
 
 // release takes a processed batch's inputs out of flight and republishes
@@ -359,40 +392,4 @@ func batchInputs(b *ordering.Batch) int {
 		n += len(b.Keys[i].Timers) + len(b.Keys[i].Messages)
 	}
 	return n
-}
-
-// route hands a message to every reader of its stream: each reading
-// computation computes its key (or takes the one the guest set) and gets
-// its own copy in the partition that key selects; each sink gets a record.
-// A message whose key cannot be computed goes to the dead-letter sink for
-// that reader alone.
-func (r *Runtime) route(ctx context.Context, from ordering.Sender, m *ordering.Message) error {
-	s := r.streams[m.Stream]
-	for _, c := range s.readers {
-		key, err := c.key(m)
-		if err != nil {
-			kerr := fmt.Errorf("computation %q group_by %v: %w", c.spec.Name, c.spec.GroupBy, err)
-			if derr := c.deadLetter(ctx, stageKey, fmt.Sprintf("%s <- %s %s", c.spec.Name, m.Stream, m.ID), kerr, m.Payload, m.ID, m.Time); derr != nil {
-				return derr
-			}
-			continue
-		}
-		cp := *m
-		cp.Key = key
-		part := c.parts[ordering.PartitionOf(key, len(c.parts))]
-		if err := part.send(ctx, from, &cp); err != nil {
-			return err
-		}
-		s.mBuffered.Inc()
-		s.mBufferedBytes.Add(float64(cp.Size()))
-	}
-	if len(s.sinks) > 0 {
-		rec := connect.NewSinkRecord(m) // once, whatever the number of sinks
-		for _, sk := range s.sinks {
-			if err := sk.send(ctx, rec); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/host/store"
 	"github.com/flowhost/flowhost/ordering"
 )
 
@@ -143,6 +145,18 @@ func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option)
 	if o.trace != nil {
 		r.trace = newTraceWriter(o.trace)
 	}
+	if o.store != nil {
+		if err := o.store.Bind(Fingerprint(p)); err != nil {
+			return nil, err
+		}
+	} else if len(o.replay) > 0 {
+		return nil, errors.New("replaying a source needs a store: its records are kept there")
+	}
+	for name := range o.replay {
+		if !slices.ContainsFunc(p.Sources, func(s spec.Source) bool { return s.Name == name }) {
+			return nil, fmt.Errorf("replay: the pipeline has no source %q", name)
+		}
+	}
 	dl, err := r.openDeadLetters()
 	if err != nil {
 		return nil, err
@@ -233,6 +247,15 @@ func (r *Runtime) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, c := range r.comps {
+		c.publishResumed()
+	}
+	for _, sk := range r.sinks {
+		if err := sk.restoreQueue(); err != nil {
+			r.closeAll(work)
+			return fmt.Errorf("sink %q: resuming from the store: %w", sk.name, err)
+		}
+	}
 	var wg sync.WaitGroup
 	for _, sk := range r.sinks {
 		wg.Go(func() { r.fail(sk.run(work)) })
@@ -248,6 +271,10 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	retainCtx, stopRetain := context.WithCancel(work)
+	retained := make(chan struct{})
+	go func() { defer close(retained); r.fail(r.retain(retainCtx)) }()
+	defer func() { stopRetain(); <-retained }()
 	var err error
 	select {
 	case <-done:
@@ -322,6 +349,8 @@ type options struct {
 	stdout     io.Writer
 	progress   func(source string, p connect.FileProgress)
 	sourceCap  int64
+	store      *store.Store
+	replay     map[string]Replay
 }
 
 func defaultOptions() options {
@@ -393,6 +422,18 @@ func WithProgress(fn func(source string, p connect.FileProgress)) Option {
 // WithSourceQueueBytes bounds the bytes a source may accept ahead of its
 // readers (default DefaultSourceQueueBytes); past it the connector blocks.
 func WithSourceQueueBytes(n int64) Option { return func(o *options) { o.sourceCap = max(1, n) } }
+
+// WithStore makes the run exactly-once on st: sources, queues between
+// computations, state, timers, positions and watermarks are committed to
+// it, and a run started on a store resumes from its last commits (see
+// package store and the package documentation). It replaces
+// [WithStateStore]. Without it everything is kept in memory and lost when
+// the process ends.
+func WithStore(st *store.Store) Option { return func(o *options) { o.store = st } }
+
+// WithReplay reprocesses the named sources from the positions given (see
+// [Replay]); it needs [WithStore], which holds the records.
+func WithReplay(from map[string]Replay) Option { return func(o *options) { o.replay = from } }
 
 // WithStdout sets where stdout sinks write; the default is os.Stdout.
 func WithStdout(w io.Writer) Option { return func(o *options) { o.stdout = w } }

@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/host/store"
 	"github.com/flowhost/flowhost/ordering"
 )
 
@@ -14,10 +18,12 @@ import (
 // for the file, HTTP and generator sources.
 type Source = connect.Source
 
-// sourceStream is the in-memory source queue of one source stream: records
-// are appended per partition as the connector accepts them (WriteTimestamp
+// sourceStream is the source queue of one source stream: records are
+// appended per partition as the connector accepts them (WriteTimestamp
 // taken there) and read in partition priority, earliest WriteTimestamp
-// first.
+// first. With a store, appended records are committed in groups before
+// the reader sees them (ingest), and the reader commits each group it
+// routes, with its read positions, before handing it over.
 type sourceStream struct {
 	rt     *Runtime
 	spec   *spec.Source
@@ -27,7 +33,7 @@ type sourceStream struct {
 	mu        sync.Mutex
 	cond      *sync.Cond
 	parts     []sourcePartition
-	queued    int64 // bytes appended and not yet read
+	queued    int64 // bytes appended (committed or not) and not yet read
 	capBytes  int64
 	pm        *ordering.PartitionMerge
 	eventWM   *ordering.SourceWatermark
@@ -37,18 +43,36 @@ type sourceStream struct {
 	// bias is the stream's running EventTimestamp - AlignmentTimestamp
 	// over the records queued here (the source's output buffer); gateIdx
 	// is the stream's place in the runtime's sourceGate, and gateBias
-	// whether the gate orders it by stabilized time (false when every
+	// whether the gate orders it by stabilized priority (false when every
 	// reader merges on raw alignment).
 	bias     ordering.Bias
 	gateIdx  int
 	gateBias bool
+	mRecords prometheus.Counter
+
+	// The ingest group (with a store): records appended since the last
+	// commit, invisible to the reader until their batch commits. commitMu
+	// keeps one commit at a time (the connector's goroutine and the linger
+	// timer both commit).
+	commitMu   sync.Mutex
+	pending    []pendingRecord
+	pendingLen int64
+	batch      *store.Batch
+	resume     []byte // the connector's position after the last pending record
+	linger     *time.Timer
 }
 
 type sourcePartition struct {
 	queue  []*ordering.Message
 	head   int
 	clock  ordering.SourceClock
-	offset uint64
+	offset uint64  // the next offset to append
+	snd    *sender // the partition's reader, as the sender of its routes
+}
+
+type pendingRecord struct {
+	part int
+	m    *ordering.Message
 }
 
 // DefaultSourceQueueBytes bounds what a source may accept ahead of its
@@ -56,14 +80,19 @@ type sourcePartition struct {
 // answer until there is room).
 const DefaultSourceQueueBytes = 64 << 20
 
+// Group commits of a durable source: ingest commits once this many records
+// or bytes are waiting, or when the oldest has waited ingestLinger (or at
+// once when the connector asks, as HTTP does before acknowledging); the
+// reader commits up to readGroupRows routed records at a time, fewer when
+// no more are queued.
+const (
+	ingestGroupRows  = 4096
+	ingestGroupBytes = 4 << 20
+	ingestLinger     = 2 * time.Millisecond
+	readGroupRows    = 2048
+)
+
 func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, error) {
-	conn, ok := r.opts.sources[ss.Name]
-	if !ok {
-		var err error
-		if conn, err = r.openSource(ss); err != nil {
-			return nil, err
-		}
-	}
 	now := r.opts.now()
 	cfg := ordering.WatermarkConfig{
 		OutOfOrdernessBound: ss.Watermark.OutOfOrdernessBound,
@@ -78,15 +107,88 @@ func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, er
 		rt:       r,
 		spec:     ss,
 		stream:   s,
-		conn:     conn,
 		parts:    make([]sourcePartition, ss.Partitions),
 		capBytes: r.opts.sourceCap,
 		pm:       ordering.NewPartitionMerge(ss.Partitions),
 		eventWM:  ewm,
 		systemWM: ordering.NewSourceSystemWatermark(ss.Partitions),
+		mRecords: r.metrics.sourceRecords.WithLabelValues(ss.Name, s.name),
 	}
 	src.cond = sync.NewCond(&src.mu)
+	for i := range src.parts {
+		src.parts[i].snd = newSender(ordering.Sender{Computation: s.name, Partition: i}, nil)
+	}
+	var resume []byte
+	if r.opts.store != nil {
+		if resume, err = src.recover(); err != nil {
+			return nil, fmt.Errorf("source %q: resuming from the store: %w", ss.Name, err)
+		}
+	}
+	conn, ok := r.opts.sources[ss.Name]
+	if !ok {
+		if conn, err = r.openSource(ss, resume); err != nil {
+			return nil, err
+		}
+	}
+	src.conn = conn
+	src.linger = time.AfterFunc(time.Hour, func() {
+		if err := src.flushIngest(); err != nil {
+			r.fail(err)
+		}
+	})
+	src.linger.Stop()
 	return src, nil
+}
+
+// recover restores the source from the store: each partition's append
+// offset, clock, reader TaskIds and the records appended but not yet
+// routed (or, for a replay, those from the replay position on), and the
+// stream's watermarks. It returns the connector's resume position.
+func (src *sourceStream) recover() ([]byte, error) {
+	r := src.rt
+	st := r.opts.store
+	name := src.stream.name
+	now := r.opts.now()
+	replay, replaying := r.opts.replay[src.spec.Name]
+	for i := range src.parts {
+		p := &src.parts[i]
+		ip, _, err := st.Ingest(name, i)
+		if err != nil {
+			return nil, err
+		}
+		p.offset = ip.Next
+		p.clock = ordering.NewSourceClock(ip.Clock)
+		rp, _, err := st.Read(name, i)
+		if err != nil {
+			return nil, err
+		}
+		p.snd = newSender(p.snd.id, rp.Tasks)
+		from := rp.Next
+		if replaying {
+			if from, err = replay.offset(st, name, i, ip.Next); err != nil {
+				return nil, err
+			}
+			r.log.Info("replaying a source partition", "source", src.spec.Name, "partition", i, "from", from, "to", ip.Next)
+		}
+		err = st.SourceRecords(name, i, from, func(_ uint64, m *ordering.Message) error {
+			src.queued += m.Size()
+			src.publish(i, m, now)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if w, ok, err := st.SourceWatermarks(name); err != nil {
+		return nil, err
+	} else if ok {
+		src.eventWM.Resume(w.Event)
+		src.systemWM.Resume(w.System)
+		// Nothing reads yet: set the stream's floor without waking anyone.
+		raiseTo(&src.stream.eventWM, w.Event)
+		raiseTo(&src.stream.systemWM, w.System)
+	}
+	return st.Connector(src.spec.Name)
 }
 
 func (src *sourceStream) wake() {
@@ -95,52 +197,27 @@ func (src *sourceStream) wake() {
 	src.mu.Unlock()
 }
 
+// publish makes an appended record visible to the reader. Called with
+// src.mu held.
+func (src *sourceStream) publish(part int, m *ordering.Message, now int64) {
+	p := &src.parts[part]
+	if p.head == len(p.queue) {
+		src.pm.Set(part, m.Time.Write)
+	}
+	p.queue = append(p.queue, m)
+	src.bias.Add(m.Time)
+	src.eventWM.Appended(part, m.Time.Event, now)
+	src.systemWM.Appended(part, m.Time.System)
+	src.mRecords.Inc()
+}
+
 // ingest runs the connector until its data ends or ctx (the user's) is
 // cancelled. work is cancelled only on a fatal error.
 func (src *sourceStream) ingest(ctx, work context.Context) error {
-	r := src.rt
-	counter := r.metrics.sourceRecords.WithLabelValues(src.spec.Name, src.stream.name)
-	err := src.conn.Run(ctx, func(rec connect.Record) error {
-		if rec.Partition < 0 || rec.Partition >= len(src.parts) {
-			return fmt.Errorf("source %q: record %s: partition %d out of range [0,%d)", src.spec.Name, rec.Origin, rec.Partition, len(src.parts))
-		}
-		src.mu.Lock()
-		defer src.mu.Unlock()
-		for src.queued >= src.capBytes && work.Err() == nil {
-			src.cond.Wait()
-		}
-		if work.Err() != nil {
-			return work.Err()
-		}
-		now := r.opts.now()
-		write := now
-		if rec.HasWrite {
-			write = rec.Write
-		}
-		event := write
-		if rec.HasEvent {
-			event = rec.Event
-		}
-		p := &src.parts[rec.Partition]
-		m := &ordering.Message{
-			ID:      ordering.SourceID(src.stream.name, int32(rec.Partition), p.offset),
-			Stream:  src.stream.name,
-			Time:    p.clock.SourceRecord(event, write),
-			Payload: rec.Payload,
-		}
-		p.offset++
-		if p.head == len(p.queue) {
-			src.pm.Set(rec.Partition, m.Time.Write)
-		}
-		p.queue = append(p.queue, m)
-		src.queued += m.Size()
-		src.bias.Add(m.Time)
-		src.eventWM.Appended(rec.Partition, event, now)
-		src.systemWM.Appended(rec.Partition, m.Time.System)
-		counter.Inc()
-		src.cond.Broadcast()
-		return nil
-	})
+	err := src.conn.Run(ctx, func(rec connect.Record) error { return src.append(work, rec) })
+	if ferr := src.flushIngest(); ferr != nil && err == nil {
+		err = ferr
+	}
 	src.mu.Lock()
 	src.ingestEnd = true
 	src.endOfData = err == nil
@@ -155,22 +232,158 @@ func (src *sourceStream) ingest(ctx, work context.Context) error {
 	return nil
 }
 
+// append takes one record from the connector: it gets its offset and
+// timestamps here, and is visible to the reader at once, or with a store
+// once its group has committed.
+func (src *sourceStream) append(work context.Context, rec connect.Record) error {
+	r := src.rt
+	if rec.Partition < 0 || rec.Partition >= len(src.parts) {
+		return fmt.Errorf("source %q: record %s: partition %d out of range [0,%d)", src.spec.Name, rec.Origin, rec.Partition, len(src.parts))
+	}
+	st := r.opts.store
+	src.mu.Lock()
+	for src.queued >= src.capBytes && work.Err() == nil {
+		if len(src.pending) > 0 { // what waits for the reader may be uncommitted
+			src.mu.Unlock()
+			if err := src.flushIngest(); err != nil {
+				return err
+			}
+			src.mu.Lock()
+			continue
+		}
+		src.cond.Wait()
+	}
+	if work.Err() != nil {
+		src.mu.Unlock()
+		return work.Err()
+	}
+	now := r.opts.now()
+	write := now
+	if rec.HasWrite {
+		write = rec.Write
+	}
+	event := write
+	if rec.HasEvent {
+		event = rec.Event
+	}
+	p := &src.parts[rec.Partition]
+	m := &ordering.Message{
+		ID:      ordering.SourceID(src.stream.name, int32(rec.Partition), p.offset),
+		Stream:  src.stream.name,
+		Time:    p.clock.SourceRecord(event, write),
+		Payload: rec.Payload,
+	}
+	src.queued += m.Size()
+	if st == nil {
+		p.offset++
+		src.publish(rec.Partition, m, now)
+		src.cond.Broadcast()
+		src.mu.Unlock()
+		return nil
+	}
+	if src.batch == nil {
+		src.batch = st.NewBatch()
+	}
+	src.batch.AppendSource(src.stream.name, rec.Partition, p.offset, m)
+	p.offset++
+	src.pending = append(src.pending, pendingRecord{part: rec.Partition, m: m})
+	src.pendingLen += m.Size()
+	if rec.Resume != nil {
+		src.resume = rec.Resume
+	}
+	if len(src.pending) == 1 {
+		src.linger.Reset(ingestLinger)
+	}
+	due := rec.Sync || len(src.pending) >= ingestGroupRows || src.pendingLen >= ingestGroupBytes
+	src.mu.Unlock()
+	if due {
+		return src.flushIngest()
+	}
+	return nil
+}
+
+// flushIngest commits the pending records with each partition's append
+// position and the connector's resume position, then shows them to the
+// reader. When it returns nil, every record appended before the call is
+// durable.
+func (src *sourceStream) flushIngest() error {
+	src.commitMu.Lock()
+	defer src.commitMu.Unlock()
+	src.mu.Lock()
+	recs, b, resume := src.pending, src.batch, src.resume
+	src.pending, src.batch, src.pendingLen = nil, nil, 0
+	if len(recs) == 0 {
+		src.mu.Unlock()
+		return nil
+	}
+	src.linger.Stop()
+	touched := map[int]bool{}
+	for _, pr := range recs {
+		touched[pr.part] = true
+	}
+	for part := range touched {
+		p := &src.parts[part]
+		b.SetIngest(src.stream.name, part, store.IngestPosition{Next: p.offset, Clock: p.clock.Last()})
+	}
+	if resume != nil {
+		b.SetConnector(src.spec.Name, resume)
+	}
+	src.mu.Unlock()
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("source %q: committing %d ingested records: %w", src.spec.Name, len(recs), err)
+	}
+	src.mu.Lock()
+	now := src.rt.opts.now()
+	for _, pr := range recs {
+		src.publish(pr.part, pr.m, now)
+	}
+	src.cond.Broadcast()
+	src.mu.Unlock()
+	return nil
+}
+
+// routed is one record the reader has routed and not yet handed over;
+// ds[lo:hi] of the group are its deliveries.
+type routed struct {
+	part   int
+	m      *ordering.Message
+	lo, hi int
+}
+
 // read hands the queued records downstream in partition priority and
-// publishes the stream's watermarks after each record has been delivered,
-// so a watermark never passes a record that is not yet in a buffer.
+// publishes the stream's watermarks after each group has been delivered,
+// so a watermark never passes a record that is not yet in a buffer. With a
+// store, records are routed in groups that commit, with the partitions'
+// read positions, before they are handed over.
 func (src *sourceStream) read(work context.Context) error {
 	r := src.rt
+	groupRows := 1
+	if r.opts.store != nil {
+		groupRows = readGroupRows
+	}
+	var group []routed
+	var ds []delivery
+	flush := func() error {
+		err := src.deliverGroup(work, group, ds)
+		clear(group)
+		clear(ds)
+		group, ds = group[:0], ds[:0]
+		return err
+	}
 	for {
 		src.mu.Lock()
-		var part int
-		var ok bool
-		for {
-			part, ok = src.pm.Next()
-			if ok || src.ingestEnd || work.Err() != nil {
-				break
+		part, ok := src.pm.Next()
+		if !ok && len(group) > 0 {
+			src.mu.Unlock()
+			if err := flush(); err != nil {
+				return err
 			}
+			continue
+		}
+		for !ok && !src.ingestEnd && work.Err() == nil {
 			r.gate.empty(src.gateIdx)
 			src.cond.Wait()
+			part, ok = src.pm.Next()
 		}
 		if work.Err() != nil {
 			src.mu.Unlock()
@@ -202,23 +415,69 @@ func (src *sourceStream) read(work context.Context) error {
 		src.cond.Broadcast()
 		src.mu.Unlock()
 
+		if len(group) > 0 && !r.gate.open(src.gateIdx, prio) {
+			if err := flush(); err != nil { // don't hold routed records while waiting
+				return err
+			}
+		}
 		if err := r.gate.pass(work, src.gateIdx, prio); err != nil {
 			return err
 		}
-
-		if err := r.route(work, ordering.Sender{Computation: src.stream.name, Partition: part}, m); err != nil {
+		lo := len(ds)
+		var err error
+		if ds, err = r.plan(work, p.snd, m, ds); err != nil {
 			return err
 		}
-
-		src.mu.Lock()
-		now := r.opts.now()
-		src.eventWM.Read(part, m.Time.Event, now)
-		src.systemWM.Read(part, m.Time.System)
-		ev := src.eventWM.Watermark(now)
-		sys := src.systemWM.Watermark()
-		src.mu.Unlock()
-		src.stream.raise(ev, sys)
-		src.stream.mEventWM.Set(nsToSeconds(ev))
-		src.stream.mSystemWM.Set(nsToSeconds(sys))
+		group = append(group, routed{part: part, m: m, lo: lo, hi: len(ds)})
+		if len(group) >= groupRows {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// deliverGroup commits a group of routed records (with a store), hands
+// them over and then publishes the watermarks they allow.
+func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds []delivery) error {
+	if len(group) == 0 {
+		return nil
+	}
+	r := src.rt
+	name := src.stream.name
+	if st := r.opts.store; st != nil {
+		b := st.NewBatch()
+		next := map[int]uint64{}
+		for _, g := range group {
+			persist(b, src.parts[g.part].snd.id, ds[g.lo:g.hi])
+			next[g.part] = max(next[g.part], g.m.ID.Root().Seq+1)
+		}
+		for part, n := range next {
+			b.SetRead(name, part, store.ReadPosition{Next: n, Tasks: src.parts[part].snd.tasks})
+		}
+		src.mu.Lock()
+		b.SetSourceWatermarks(name, store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value()})
+		src.mu.Unlock()
+		if err := b.Commit(); err != nil {
+			return fmt.Errorf("source %q: committing %d routed records: %w", src.spec.Name, len(group), err)
+		}
+	}
+	for _, g := range group {
+		if err := r.deliver(work, src.parts[g.part].snd.id, ds[g.lo:g.hi]); err != nil {
+			return err
+		}
+	}
+	src.mu.Lock()
+	now := r.opts.now()
+	for _, g := range group {
+		src.eventWM.Read(g.part, g.m.Time.Event, now)
+		src.systemWM.Read(g.part, g.m.Time.System)
+	}
+	ev := src.eventWM.Watermark(now)
+	sys := src.systemWM.Watermark()
+	src.mu.Unlock()
+	src.stream.raise(ev, sys)
+	src.stream.mEventWM.Set(nsToSeconds(ev))
+	src.stream.mSystemWM.Set(nsToSeconds(sys))
+	return nil
 }

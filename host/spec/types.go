@@ -43,6 +43,14 @@ const (
 	// dead_letter section: a file beside the spec, so that bad records are never
 	// lost and never mixed into stdout (a sink may write there) or stderr (logs).
 	DefaultDeadLetterFile = "dead-letter.jsonl"
+	// DefaultRetentionSources is how long consumed source records stay in a
+	// data directory for replays.
+	DefaultRetentionSources = time.Hour
+	// DefaultRetentionSinkLogRecords is how many records an HTTP sink's log
+	// keeps for resuming subscribers.
+	DefaultRetentionSinkLogRecords = 100000
+	// DefaultRetentionInterval is how often retention runs.
+	DefaultRetentionInterval = 10 * time.Second
 )
 
 // Pipeline is a parsed, defaulted and validated pipeline spec. Parse
@@ -72,6 +80,11 @@ type Pipeline struct {
 	// computation routes its own into a stream. Default: a file named
 	// DefaultDeadLetterFile in the spec file's directory.
 	DeadLetter DeadLetter `yaml:"dead_letter"`
+	// Retention says how long a durable run (one with a data directory)
+	// keeps what it no longer needs for exactly-once: consumed source
+	// records (kept for replays with --from) and the logs HTTP sinks
+	// serve resuming subscribers from.
+	Retention Retention `yaml:"retention"`
 
 	// src maps paths to nodes of the document, for positions in errors.
 	src *source
@@ -429,4 +442,28 @@ type DeadLetter struct {
 	File *FileSink `yaml:"file,omitempty"`
 }
 
-func (p *Pipeline) setDefaults() { p.DeadLetter.Type = DeadLetterFile }
+func (p *Pipeline) setDefaults() {
+	p.DeadLetter.Type = DeadLetterFile
+	p.Retention.setDefaults()
+}
+
+// Retention bounds what a durable run keeps after it is consumed.
+type Retention struct {
+	// Sources is how long a source record is kept, counted from its
+	// WriteTimestamp, once every reader has it: the window that
+	// `flowhost run --from` can replay. 0 deletes records as soon as they
+	// are routed. Default 1h.
+	Sources time.Duration `yaml:"sources"`
+	// SinkLogRecords is how many of its most recent records an HTTP sink's
+	// log keeps for subscribers that resume with ?from=N. At least 1;
+	// default 100000.
+	SinkLogRecords int64 `yaml:"sink_log_records"`
+	// Interval is how often retention runs. Above 0; default 10s.
+	Interval time.Duration `yaml:"interval"`
+}
+
+func (r *Retention) setDefaults() {
+	r.Sources = DefaultRetentionSources
+	r.SinkLogRecords = DefaultRetentionSinkLogRecords
+	r.Interval = DefaultRetentionInterval
+}

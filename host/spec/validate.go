@@ -47,6 +47,7 @@ func validate(p *Pipeline) ErrorList {
 	v.computations()
 	v.sinks()
 	v.deadLetter()
+	v.retention()
 	v.httpEndpoints()
 	v.references()
 	v.cycles()
@@ -255,6 +256,14 @@ func (v *validator) computations() {
 			v.errorf(fieldPath(bp, "max_duration"), "expected a duration above 0; got %v", c.Batch.MaxDuration)
 		}
 		v.atLeast(fieldPath(path, "buffer_bytes"), c.BufferBytes, 1)
+	}
+}
+
+func (v *validator) retention() {
+	r := v.p.Retention
+	v.atLeast("retention.sink_log_records", r.SinkLogRecords, 1)
+	if r.Interval <= 0 {
+		v.errorf("retention.interval", "expected a duration above 0; got %v", r.Interval)
 	}
 }
 

@@ -107,9 +107,9 @@ func queueKey(d Dest, from ordering.Sender, task ordering.TaskID) keyBuf {
 	return queuePrefix(d).str(from.Computation).u32(from.Partition).u64(uint64(task))
 }
 
-// Enqueue stores m in d's queue under its sender and TaskId (m.Task), the
-// order in which recovery hands the queue back.
-func (b *Batch) Enqueue(d Dest, from ordering.Sender, m *ordering.Message) {
+// Enqueue stores m in d's queue under its sender and the TaskId task the
+// sender gave it for d: the order in which recovery hands the queue back.
+func (b *Batch) Enqueue(d Dest, from ordering.Sender, task ordering.TaskID, m *ordering.Message) {
 	enc, err := encodeMessage(m)
 	if err != nil {
 		if b.err == nil {
@@ -117,7 +117,7 @@ func (b *Batch) Enqueue(d Dest, from ordering.Sender, m *ordering.Message) {
 		}
 		return
 	}
-	b.set(queueKey(d, from, m.Task), enc)
+	b.set(queueKey(d, from, task), enc)
 }
 
 // Dequeue removes a consumed message from d's queue.

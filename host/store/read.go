@@ -116,24 +116,40 @@ func (s *Store) SourceRecords(stream string, partition int, from uint64, fn func
 // SourceRange returns the first and one past the last offset stored for a
 // source partition; first == end when none is.
 func (s *Store) SourceRange(stream string, partition int) (first, end uint64, err error) {
-	prefix := sourceKey(stream, partition)
+	return s.seqRange(sourceKey(stream, partition), fmt.Sprintf("source range of %s/p%d", stream, partition))
+}
+
+// SinkLogRange returns the first and one past the last sequence number in
+// a sink's log; first == end when it is empty.
+func (s *Store) SinkLogRange(sink string) (first, end uint64, err error) {
+	return s.seqRange(newKey(tableSinkLog).str(sink), "log range of sink "+sink)
+}
+
+// seqRange returns the first and one past the last number of the keys
+// prefix + 8-byte number.
+func (s *Store) seqRange(prefix keyBuf, what string) (first, end uint64, err error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
-		return 0, 0, s.readError("source range", err)
+		return 0, 0, s.readError(what, err)
 	}
 	defer it.Close()
 	if !it.First() {
-		return 0, 0, it.Error()
+		if err := it.Error(); err != nil {
+			return 0, 0, s.readError(what, err)
+		}
+		return 0, 0, nil
 	}
 	r := keyReader{b: it.Key()[len(prefix):]}
-	first = r.u64("offset")
-	it.Last()
-	r = keyReader{b: it.Key()[len(prefix):]}
-	end = r.u64("offset") + 1
-	if err := r.done(); err != nil {
-		return 0, 0, s.corrupt("source range", err)
+	first = r.u64("number")
+	if !it.Last() {
+		return 0, 0, s.readError(what, it.Error())
 	}
-	return first, end, it.Error()
+	r = keyReader{b: it.Key()[len(prefix):]}
+	end = r.u64("number") + 1
+	if err := r.done(); err != nil {
+		return 0, 0, s.corrupt(what, err)
+	}
+	return first, end, nil
 }
 
 // SourceOffsetAt returns the first offset of a source partition whose

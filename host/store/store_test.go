@@ -52,7 +52,7 @@ func TestEpochSurvivesReopen(t *testing.T) {
 		m := msg(ordering.TransformID("enrich", 0, uint64(task)), "enriched", "k", int64(task), "p")
 		m.Task = ordering.TaskID(task)
 		m.Parents = []ordering.MessageID{src.ID}
-		b.Enqueue(d, from, m)
+		b.Enqueue(d, from, m.Task, m)
 	}
 	b.SetState("count", 1, "k", []byte("state"))
 	b.SetTimer("count", 1, ordering.Timer{Key: "k", Trigger: -5, Event: -6, ID: ordering.TransformID("count.timers", 1, 0), Payload: []byte("t")})
@@ -136,7 +136,7 @@ func TestDequeueAndRetention(t *testing.T) {
 	for i := uint64(0); i < 10; i++ {
 		m := msg(ordering.SourceID("in", 0, i), "in", "", int64(i), "x")
 		m.Task = ordering.TaskID(i + 1)
-		b.Enqueue(d, from, m)
+		b.Enqueue(d, from, m.Task, m)
 		b.AppendSource("in", 0, i, m)
 	}
 	require.NoError(t, b.Commit())

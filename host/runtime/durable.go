@@ -1,0 +1,173 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/flowhost/flowhost/host/connect"
+	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/host/store"
+	"github.com/flowhost/flowhost/ordering"
+)
+
+// sender is one sending partition's side of its routes: a source
+// partition's reader or a computation partition. It numbers what it queues
+// per destination (TaskIds), so that a message can be stored under its
+// TaskId before it is handed over, and recovery hands every destination's
+// queue back in the order it was queued.
+type sender struct {
+	id    ordering.Sender
+	tasks map[string]uint64 // last TaskId per destination (its dest key)
+}
+
+func newSender(id ordering.Sender, last map[string]uint64) *sender {
+	s := &sender{id: id, tasks: map[string]uint64{}}
+	for d, t := range last {
+		s.tasks[d] = t
+	}
+	return s
+}
+
+func (s *sender) next(dest string) ordering.TaskID {
+	s.tasks[dest]++
+	return ordering.TaskID(s.tasks[dest])
+}
+
+// delivery is one message for one destination: a computation partition
+// (with the copy keyed for it) or a sink (with the record, shared by every
+// sink of the message).
+type delivery struct {
+	part *partition
+	sink *sinkRunner
+	task ordering.TaskID
+	m    *ordering.Message
+	rec  *connect.SinkRecord
+}
+
+// plan works out where m goes: each reading computation computes its key
+// (or takes the one the guest set) and gets its own copy in the partition
+// that key selects; each sink gets a record. Every delivery gets snd's next
+// TaskId for its destination. A message whose key cannot be computed goes
+// to the reader's dead-letter route instead, planned here too.
+func (r *Runtime) plan(ctx context.Context, snd *sender, m *ordering.Message, ds []delivery) ([]delivery, error) {
+	s := r.streams[m.Stream]
+	for _, c := range s.readers {
+		key, err := c.key(m)
+		if err != nil {
+			kerr := fmt.Errorf("computation %q group_by %v: %w", c.spec.Name, c.spec.GroupBy, err)
+			origin := fmt.Sprintf("%s <- %s %s", c.spec.Name, m.Stream, m.ID)
+			if ds, err = c.deadLetter(ctx, snd, ds, stageKey, origin, kerr, m.Payload, m.ID, m.Time); err != nil {
+				return ds, err
+			}
+			continue
+		}
+		cp := *m
+		cp.Key = key
+		part := c.parts[ordering.PartitionOf(key, len(c.parts))]
+		cp.Task = snd.next(part.destKey)
+		ds = append(ds, delivery{part: part, task: cp.Task, m: &cp})
+	}
+	if len(s.sinks) > 0 {
+		rec := connect.NewSinkRecord(m) // once, whatever the number of sinks
+		for _, sk := range s.sinks {
+			ds = append(ds, delivery{sink: sk, task: snd.next(sk.destKey), m: m, rec: &rec})
+		}
+	}
+	return ds, nil
+}
+
+// persist stores every delivery in its destination's queue.
+func persist(b *store.Batch, from ordering.Sender, ds []delivery) {
+	for i := range ds {
+		d := &ds[i]
+		if d.part != nil {
+			b.Enqueue(d.part.dest, from, d.task, d.m)
+		} else {
+			b.Enqueue(d.sink.dest, from, d.task, d.m)
+		}
+	}
+}
+
+// deliver hands the deliveries over, in order, waiting where a destination
+// is full (backpressure). With a store they were committed first, so
+// nothing uncommitted is ever seen downstream.
+func (r *Runtime) deliver(ctx context.Context, from ordering.Sender, ds []delivery) error {
+	for i := range ds {
+		d := &ds[i]
+		if d.part != nil {
+			if err := d.part.send(ctx, from, d.m); err != nil {
+				return err
+			}
+			s := r.streams[d.m.Stream]
+			s.mBuffered.Inc()
+			s.mBufferedBytes.Add(float64(d.m.Size()))
+			continue
+		}
+		if err := d.sink.send(ctx, sinkItem{rec: *d.rec, from: from, task: d.task}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storeState is a computation partition's keyed state and timers in the
+// store. The runtime writes a durable partition's changes with its epoch
+// (writeCommit), so Commit here serves only callers outside an epoch.
+type storeState struct {
+	st   *store.Store
+	comp string
+	part int
+}
+
+func (s storeState) Get(key string) ([]byte, bool, error) { return s.st.State(s.comp, s.part, key) }
+
+func (s storeState) Timers() ([]ordering.Timer, error) { return s.st.Timers(s.comp, s.part) }
+
+func (s storeState) Commit(c *Commit) error {
+	b := s.st.NewBatch()
+	writeCommit(b, s.comp, s.part, c)
+	return b.Commit()
+}
+
+// writeCommit adds a batch's state and timer changes to a store batch.
+func writeCommit(b *store.Batch, comp string, part int, c *Commit) {
+	for _, ch := range c.State {
+		if ch.Delete {
+			b.DeleteState(comp, part, ch.Key)
+		} else {
+			b.SetState(comp, part, ch.Key, ch.Value)
+		}
+	}
+	for _, ref := range c.TimersDeleted {
+		b.DeleteTimer(comp, part, ref.Key, ref.Trigger)
+	}
+	for _, t := range c.TimersSet {
+		b.SetTimer(comp, part, t)
+	}
+}
+
+// Fingerprint is the shape of a pipeline that a data directory's contents
+// depend on: source streams and their partitions, computations with their
+// partitions and streams, sinks and what they read. A store written by a
+// pipeline of another shape is refused (store.ErrPipelineMismatch); plugin
+// versions, batch limits and other settings may change between runs.
+func Fingerprint(p *spec.Pipeline) string {
+	var parts []string
+	for _, s := range p.Sources {
+		parts = append(parts, fmt.Sprintf("source %s->%s/%d", s.Name, s.Stream, s.Partitions))
+	}
+	for _, c := range p.Computations {
+		outs := slices.Clone(c.OutputStreams)
+		if c.DeadLetter != nil {
+			outs = append(outs, c.DeadLetter.Stream)
+		}
+		parts = append(parts, fmt.Sprintf("computation %s/%d %s[%s]->[%s]", c.Name, c.Partitions, c.Kind,
+			strings.Join(c.InputStreams, ","), strings.Join(outs, ",")))
+	}
+	for _, s := range p.Sinks {
+		parts = append(parts, fmt.Sprintf("sink %s<-[%s]", s.Name, strings.Join(s.Streams, ",")))
+	}
+	return fmt.Sprintf("pipeline %s: %s", p.Name, strings.Join(parts, "; "))
+}

@@ -1,0 +1,189 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/host/compute"
+	"github.com/flowhost/flowhost/host/connect"
+	"github.com/flowhost/flowhost/host/runtime"
+	"github.com/flowhost/flowhost/host/store"
+)
+
+const durablePipeline = `
+name: durable
+sources:
+  - name: in
+    type: generator
+    stream: events
+    partitions: 2
+    partition_by: [key]
+    generator: {count: 4000, keys: 40, seed: 3, payload_bytes: 8}
+computations:
+  - name: tally
+    plugin: tally
+    kind: transform
+    partitions: 3
+    group_by: [key]
+    input_streams: [events]
+    output_streams: [out]
+    batch: {max_rows: 64}
+sinks:
+  - {name: sink, type: stdout, streams: [out]}
+`
+
+// tally passes every message on as {"seq":N}, counts each key's messages
+// in its state, and keeps one timer per key at the end of time, which
+// fires when the input ends and emits {"key":K,"count":N}: the count is
+// right only if every message changed the state exactly once.
+var tally = compute.Func(func(_ context.Context, req *abi.Request) (*abi.Response, error) {
+	resp := &abi.Response{}
+	for _, k := range req.Keys {
+		var n int
+		if k.State != nil {
+			if err := json.Unmarshal(k.State, &n); err != nil {
+				return nil, err
+			}
+		}
+		rk := abi.ResponseKey{Key: k.Key}
+		for range k.Timers {
+			rk.Emits = append(rk.Emits, abi.Emit{Stream: "out", Payload: fmt.Appendf(nil, `{"key":%q,"count":%d}`, k.Key, n)})
+		}
+		for j, m := range k.Messages {
+			var p struct{ Seq int }
+			if err := json.Unmarshal(m.Payload, &p); err != nil {
+				return nil, err
+			}
+			n++
+			rk.Emits = append(rk.Emits, abi.Emit{Stream: "out", Payload: fmt.Appendf(nil, `{"seq":%d}`, p.Seq), Parents: []uint32{uint32(len(k.Timers) + j)}})
+		}
+		if len(k.Messages) > 0 {
+			rk.TimersSet = []abi.Timer{{TriggerTimestamp: math.MaxInt64 - 1}}
+		}
+		rk.StateOp = abi.StateReplace
+		rk.State = fmt.Appendf(nil, "%d", n)
+		resp.Keys = append(resp.Keys, rk)
+	}
+	return resp, nil
+})
+
+// failingSink keeps what it was given until its failAt-th Write, which
+// fails: the run stops as after a crash, with the batches committed so
+// far in the store.
+type failingSink struct {
+	mu     sync.Mutex
+	writes int
+	failAt int // 0: never
+	kept   []connect.SinkRecord
+}
+
+var errInjected = errors.New("injected sink failure")
+
+func (s *failingSink) Write(_ context.Context, recs []connect.SinkRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	if s.writes == s.failAt {
+		return errInjected
+	}
+	s.kept = append(s.kept, recs...)
+	return nil
+}
+
+func (s *failingSink) Close() error { return nil }
+
+// TestDurableRunResumesExactlyOnce stops a durable run several times at
+// random points (a sink failing is fatal: the run ends at once, with
+// batches half way through the pipeline) and restarts it on the same
+// store each time. Across all runs every message reaches the sink exactly
+// once, and each key's count, derived from its state, is exact.
+func TestDurableRunResumesExactlyOnce(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+
+	var kept []connect.SinkRecord
+	failures := 0
+	for run := 0; ; run++ {
+		sink := &failingSink{}
+		if run < 6 {
+			sink.failAt = 1 + rng.IntN(4)
+		}
+		rt, err := runtime.New(mustSpec(t, durablePipeline), map[string]compute.Factory{"tally": compute.Native(tally)},
+			runtime.WithStore(st), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}))
+		require.NoError(t, err)
+		err = rt.Run(context.Background())
+		kept = append(kept, sink.kept...)
+		if err == nil {
+			break
+		}
+		require.ErrorIs(t, err, errInjected)
+		failures++
+		require.Less(t, run, 10, "the run never completed")
+	}
+	t.Logf("%d failures before the run completed; %d records", failures, len(kept))
+	require.GreaterOrEqual(t, failures, 3, "too few runs were stopped to test resuming")
+
+	seqs := map[int]int{}
+	counts := map[string]int{}
+	for _, r := range kept {
+		var p struct {
+			Seq   *int
+			Key   string
+			Count int
+		}
+		require.NoError(t, json.Unmarshal(r.Payload, &p))
+		if p.Seq != nil {
+			seqs[*p.Seq]++
+			continue
+		}
+		_, dup := counts[p.Key]
+		require.False(t, dup, "key %s counted twice", p.Key)
+		counts[p.Key] = p.Count
+	}
+	for seq := range 4000 {
+		require.Equal(t, 1, seqs[seq], "message %d reached the sink %d times", seq, seqs[seq])
+	}
+	require.Len(t, seqs, 4000)
+
+	// The reference: the same pipeline in memory, uninterrupted.
+	ref := &failingSink{}
+	rt, err := runtime.New(mustSpec(t, durablePipeline), map[string]compute.Factory{"tally": compute.Native(tally)},
+		runtime.WithSink("sink", ref), runtime.WithDeadLetter(&bytes.Buffer{}))
+	require.NoError(t, err)
+	require.NoError(t, rt.Run(context.Background()))
+	want := map[string]int{}
+	for _, r := range ref.kept {
+		var p struct {
+			Key   string
+			Count int
+		}
+		require.NoError(t, json.Unmarshal(r.Payload, &p))
+		if p.Key != "" {
+			want[p.Key] = p.Count
+		}
+	}
+	require.Len(t, want, 40)
+	require.Equal(t, want, counts, "state-derived counts differ from an uninterrupted run")
+
+	// A run after completion finds nothing left to do.
+	again := &failingSink{}
+	rt, err = runtime.New(mustSpec(t, durablePipeline), map[string]compute.Factory{"tally": compute.Native(tally)},
+		runtime.WithStore(st), runtime.WithSink("sink", again), runtime.WithDeadLetter(&bytes.Buffer{}))
+	require.NoError(t, err)
+	require.NoError(t, rt.Run(context.Background()))
+	require.Empty(t, again.kept)
+}

@@ -1,0 +1,129 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/host/store"
+)
+
+// Replay is where `flowhost run --from` reprocesses a source from: every
+// partition of the source is read again from that position, as far as the
+// store still holds its records (see spec.Retention). Replayed records keep
+// their message ids; downstream they are new input (state is not rolled
+// back), and they are late with respect to the watermarks already
+// published.
+type Replay struct {
+	// Offset is the first offset of every partition to read again, when
+	// ByOffset; otherwise WriteTime is: the first record written at or
+	// after it (Unix nanoseconds).
+	Offset    uint64
+	ByOffset  bool
+	WriteTime int64
+}
+
+// offset resolves the replay position in one partition whose records end
+// before end.
+func (rp Replay) offset(st *store.Store, stream string, part int, end uint64) (uint64, error) {
+	first, stored, err := st.SourceRange(stream, part)
+	if err != nil {
+		return 0, err
+	}
+	if first == stored { // nothing retained
+		first = end
+	}
+	from := rp.Offset
+	if !rp.ByOffset {
+		if from, err = st.SourceOffsetAt(stream, part, rp.WriteTime); err != nil {
+			return 0, err
+		}
+		if from < first {
+			from = first
+		}
+	}
+	if from > end {
+		from = end
+	}
+	if from < first {
+		return 0, fmt.Errorf("replay of %s/p%d from offset %d: records before %d are no longer retained (retention.sources)", stream, part, from, first)
+	}
+	return from, nil
+}
+
+// retain deletes, every retention interval until ctx ends, the source
+// records every reader has and that are older than retention.sources, and
+// the HTTP sink log records beyond retention.sink_log_records, so the
+// store does not grow without bound.
+func (r *Runtime) retain(ctx context.Context) error {
+	st := r.opts.store
+	if st == nil {
+		return nil
+	}
+	pol := r.pipe.Retention
+	tick := time.NewTicker(pol.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if err := r.retainOnce(pol); err != nil {
+			return fmt.Errorf("retention: %w", err)
+		}
+	}
+}
+
+func (r *Runtime) retainOnce(pol spec.Retention) error {
+	st := r.opts.store
+	cutoff := r.opts.now() - int64(pol.Sources)
+	b := st.NewBatch()
+	deleted := 0
+	for _, src := range r.sources {
+		name := src.stream.name
+		for part := range src.parts {
+			read, _, err := st.Read(name, part)
+			if err != nil {
+				return err
+			}
+			first, _, err := st.SourceRange(name, part)
+			if err != nil {
+				return err
+			}
+			upTo, err := st.SourceOffsetAt(name, part, cutoff)
+			if err != nil {
+				return err
+			}
+			upTo = min(upTo, read.Next)
+			if upTo > first {
+				b.DeleteSourceBefore(name, part, upTo)
+				deleted += int(upTo - first)
+			}
+		}
+	}
+	for _, sk := range r.sinks {
+		if sk.http == nil {
+			continue
+		}
+		first, end, err := st.SinkLogRange(sk.name)
+		if err != nil {
+			return err
+		}
+		if keep := uint64(pol.SinkLogRecords); end-first > keep {
+			b.DeleteSinkLogBefore(sk.name, end-keep)
+			deleted += int(end - keep - first)
+		}
+	}
+	if deleted == 0 {
+		b.Discard()
+		return nil
+	}
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	r.metrics.retained.Add(float64(deleted))
+	r.metrics.storeBytes.Set(float64(st.DiskBytes()))
+	return nil
+}
