@@ -81,6 +81,18 @@ func (r *SinkRecord) appendJSONLine(dst *bytes.Buffer) error {
 	return enc.Encode(r)
 }
 
+// JSONLine returns r as the JSON sinks and the HTTP sink write it: one
+// object, payload compacted, ending in a newline. It is the one encoding
+// of a record as a line, so a line a runtime stores in a [SinkLog] is byte
+// for byte the line an [HTTPSink] serves live for the same record.
+func (r *SinkRecord) JSONLine() ([]byte, error) {
+	var b bytes.Buffer
+	if err := r.appendJSONLine(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
 // Sink receives committed output records.
 //
 // Write is called with the records of a batch in output order, from one
