@@ -207,7 +207,7 @@ func (p *partition) start(ctx context.Context) error {
 	var meta store.PartitionMeta
 	var resumed bool
 	if st := r.opts.store; st != nil {
-		p.state = storeState{st: st, comp: c.spec.Name, part: p.index}
+		p.state = newStoreState(st, c.spec.Name, p.index)
 		if meta, resumed, err = st.Partition(c.spec.Name, p.index); err != nil {
 			return err
 		}

@@ -113,7 +113,13 @@ func (p *partition) commitEpoch(ep *epoch, b *ordering.Batch) error {
 		meta.Bias[name] = p.merge.Bias(i)
 	}
 	sb.SetPartition(c.spec.Name, p.index, meta)
-	return sb.Commit()
+	if err := sb.Commit(); err != nil {
+		return err
+	}
+	if ss, ok := p.state.(*storeState); ok {
+		ss.committed(&ep.commit)
+	}
+	return nil
 }
 
 // Causes of a failed batch, for metrics and logs.

@@ -391,7 +391,15 @@ func (src *sourceStream) read(work context.Context) error {
 		}
 		if !ok { // ingest ended and everything was read
 			end := src.endOfData
+			wm := store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value()}
 			src.mu.Unlock()
+			if st := r.opts.store; st != nil {
+				b := st.NewBatch()
+				b.SetSourceWatermarks(src.stream.name, wm)
+				if err := b.Commit(); err != nil {
+					return fmt.Errorf("source %q: committing its watermarks: %w", src.spec.Name, err)
+				}
+			}
 			r.gate.end(src.gateIdx)
 			src.stream.finish(end)
 			return nil

@@ -120,9 +120,13 @@ func (b *Batch) Enqueue(d Dest, from ordering.Sender, task ordering.TaskID, m *o
 	b.set(queueKey(d, from, task), enc)
 }
 
-// Dequeue removes a consumed message from d's queue.
+// Dequeue removes a consumed message from d's queue. A queue key is written
+// once and deleted once, so the deletion is a single delete: it and the
+// write cancel out in the next flush or compaction, leaving nothing behind.
 func (b *Batch) Dequeue(d Dest, from ordering.Sender, task ordering.TaskID) {
-	b.del(queueKey(d, from, task))
+	if b.err == nil {
+		b.err = b.b.SingleDelete(queueKey(d, from, task), nil)
+	}
 }
 
 func stateKey(computation string, partition int, key string) keyBuf {

@@ -44,6 +44,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -144,6 +146,17 @@ func Open(dir string, o Options) (*Store, error) {
 		// error (wrapped in ErrCorrupted); pebble's default would end
 		// the process from inside the read.
 		EventListener: &pebble.EventListener{DataCorruption: func(pebble.DataCorruptionInfo) {}},
+		// Queues are written and deleted within seconds: a large memtable
+		// lets most of them meet their deletion before a flush, and
+		// single deletes (Batch.Dequeue) then leave nothing to write.
+		MemTableSize: 64 << 20,
+	}
+	for i := range opts.Levels {
+		// Payloads are small and short-lived: compressing them costs more
+		// CPU than the disk it saves. A bloom filter answers "no state
+		// for this key" without reading blocks.
+		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	dbDir := fsys.PathJoin(dir, "db")
 	db, err := pebble.Open(dbDir, opts)
