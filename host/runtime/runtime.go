@@ -284,6 +284,13 @@ func (r *Runtime) Run(ctx context.Context) error {
 		<-done
 	}
 	r.closeAll(work)
+	if r.opts.store != nil && err == nil {
+		// A last retention pass, so that a finished run leaves no more
+		// behind than its policy allows.
+		if rerr := r.retainOnce(r.pipe.Retention); rerr != nil {
+			err = fmt.Errorf("retention: %w", rerr)
+		}
+	}
 	if r.trace != nil {
 		if ferr := r.trace.flush(); ferr != nil && err == nil {
 			err = fmt.Errorf("trace: %w", ferr)
