@@ -120,9 +120,9 @@ const (
 //
 // Durability: when Write returns, the batch has been handed to the
 // writer (for a file: the operating system), not synced to disk; Close
-// syncs a file. A crash may lose or, after a replay, repeat the last
-// batches: at-least-once at best, until sinks take part in the host's
-// commits.
+// syncs a file. On its own it is at least once across a crash; the host
+// makes file sinks exactly once with [CommittedFileSink], which syncs and
+// commits the file's length after every batch.
 type WriterSink struct {
 	format Format
 	closer io.Closer

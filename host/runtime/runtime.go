@@ -7,8 +7,37 @@
 // timers. All ordering decisions come from package ordering; this package
 // adds goroutines, locks, backpressure and I/O.
 //
-// Keyed state and timers are kept behind [StateStore]; the default keeps
-// them in memory.
+// # Exactly-once
+//
+// With [WithStore] every step that hands data on commits first, in one
+// transaction of the store, and hands on only what committed:
+//
+//   - ingest: accepted source records, with their offsets, WriteTimestamps
+//     and the connector's resume position, in groups (an HTTP request is
+//     acknowledged only after its group committed);
+//   - routing: a source reader's group of records, copied into the queues
+//     of the computation partitions and sinks that read them, with the
+//     partitions' read positions and the TaskIds given;
+//   - an epoch: one batch of a computation partition. It commits the keyed
+//     state changes, the timers set, cancelled and fired, the inputs taken
+//     off the partition's queue, the derived messages put on their
+//     destinations' queues, and the partition's epoch, id counters, clock,
+//     output watermarks, stream biases and TaskIds. Epochs are bounded by
+//     the computation's batch limits (rows, bytes, time);
+//   - a sink batch: taken off the sink's queue together with the sink's
+//     new position (see the sinks' guarantees in host/spec/README.md).
+//
+// A message is in exactly one queue at a time, and leaves it in the same
+// transaction that commits what was derived from it. So a restart, after
+// any crash, resumes every partition from its last commit: the queues hand
+// back what was committed and not consumed, in the order it was queued,
+// and nothing is processed twice. A redelivered input is impossible by
+// construction rather than filtered: an input's only copy is deleted by
+// the epoch that consumed it.
+//
+// Without a store, keyed state and timers are kept behind [StateStore]
+// (in memory by default) and everything else is lost when the process
+// ends.
 package runtime
 
 import (
