@@ -58,7 +58,7 @@ func (in *intake) parse(line []byte, origin string) (Record, *Rejection, int) {
 		Stream: in.stream, Partition: partition,
 		Event: lr.Event, HasEvent: lr.HasEvent,
 		Write: lr.Write, HasWrite: lr.HasWrite,
-		Payload: lr.Payload, Origin: origin,
+		Payload: lr.Payload, Origin: origin, ID: lr.ID,
 	}, nil, 0
 }
 

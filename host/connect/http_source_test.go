@@ -121,7 +121,7 @@ func TestHTTPSourceRefusesBadLines(t *testing.T) {
 	status, _, resp := post(t, h.url, "text/plain", body)
 	require.Equal(t, http.StatusBadRequest, status)
 	require.Equal(t, ingestResponse{Accepted: 2, Refused: []refusal{
-		{Line: 2, Column: 21, Error: `unknown field "extra" (want write_ts, event_ts, payload)`},
+		{Line: 2, Column: 21, Error: `unknown field "extra" (want write_ts, event_ts, payload, id)`},
 		{Line: 3, Error: `partition_by: payload lacks group_by field "id"`},
 		{Line: 5, Column: 12, Error: `line ends inside the JSON object`},
 	}}, resp)

@@ -20,6 +20,8 @@ type LineRecord struct {
 	HasEvent bool
 	// Payload is the payload's JSON text as written, in memory of its own.
 	Payload []byte
+	// ID is the record's idempotency key, if it has one (field "id").
+	ID string
 }
 
 // LineError says where and why a record line is malformed.
@@ -47,7 +49,7 @@ func ParseLine(line []byte) (LineRecord, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return rec, &LineError{start + 1, errors.New("a record line must be a JSON object")}
 	}
-	var seenWrite, seenEvent, seenPayload bool
+	var seenWrite, seenEvent, seenPayload, seenID bool
 	for p.dec.More() {
 		keyAt := p.skip(int(p.dec.InputOffset()))
 		tok, err := p.dec.Token()
@@ -70,8 +72,11 @@ func ParseLine(line []byte) (LineRecord, error) {
 			rec.Event, rec.HasEvent, err = parseTimestamp(raw)
 		case "payload":
 			rec.Payload = raw
+		case "id":
+			seen = &seenID
+			rec.ID, err = parseID(raw)
 		default:
-			return rec, &LineError{keyAt + 1, fmt.Errorf("unknown field %q (want write_ts, event_ts, payload)", name)}
+			return rec, &LineError{keyAt + 1, fmt.Errorf("unknown field %q (want write_ts, event_ts, payload, id)", name)}
 		}
 		if *seen {
 			return rec, &LineError{keyAt + 1, fmt.Errorf("field %q appears twice", name)}
@@ -92,6 +97,22 @@ func ParseLine(line []byte) (LineRecord, error) {
 		return rec, &LineError{1, errors.New(`record has no "payload"`)}
 	}
 	return rec, nil
+}
+
+// MaxIDBytes bounds a record's idempotency key.
+const MaxIDBytes = 256
+
+// parseID reads an idempotency key: a non-empty string of at most
+// MaxIDBytes bytes.
+func parseID(raw json.RawMessage) (string, error) {
+	var id string
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return "", errors.New("expected a string")
+	}
+	if id == "" || len(id) > MaxIDBytes {
+		return "", fmt.Errorf("expected 1 to %d bytes, got %d", MaxIDBytes, len(id))
+	}
+	return id, nil
 }
 
 type lineParser struct {

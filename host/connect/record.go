@@ -7,10 +7,11 @@
 //
 // Files and HTTP ingest share one format: JSON lines, each an object
 //
-//	{"write_ts": 1714557600000000000, "event_ts": 1714557599000000000, "payload": {...}}
+//	{"write_ts": 1714557600000000000, "event_ts": 1714557599000000000, "id": "order-17", "payload": {...}}
 //
-// payload (any JSON value, kept as its raw bytes) is required; write_ts and
-// event_ts are optional. A timestamp is an integer of nanoseconds since the
+// payload (any JSON value, kept as its raw bytes) is required; write_ts,
+// event_ts and id are optional. id is an idempotency key (see
+// [Record.ID]): a non-empty string of at most [MaxIDBytes] bytes. A timestamp is an integer of nanoseconds since the
 // Unix epoch or an RFC 3339 string ("2024-05-01T10:00:00.5Z"); null counts
 // as absent. Without write_ts the host stamps the ingest time (give write_ts
 // for a deterministic replay); without event_ts the event time is the write
@@ -58,6 +59,13 @@ type Record struct {
 	// sources that do not resume: an HTTP client sends again what was not
 	// acknowledged.
 	Resume []byte
+	// ID, when not empty, is the record's idempotency key, given by its
+	// producer: with a data directory, a source accepts a key once, and a
+	// record sent again with the same key (an HTTP client retrying after
+	// a lost answer) is acknowledged but not appended a second time.
+	// Keys are remembered until the source's event watermark passes the
+	// record's event time by retention.idempotency.
+	ID string
 	// Sync asks the host to make this record and every earlier one durable
 	// before emit returns: an HTTP source acknowledges a request only
 	// then. Without it the host commits records in groups.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -285,4 +286,58 @@ func TestRetentionDeletesConsumedSourceRecords(t *testing.T) {
 	}
 	_, err = runReplay(t, st, "retention: {sources: 0s}", runtime.WithReplay(map[string]runtime.Replay{"in": {Offset: 0, ByOffset: true}}))
 	require.ErrorContains(t, err, "no longer retained")
+}
+
+// idSource emits records with idempotency keys, each key twice in a row
+// and every tenth key again at the end: a producer retrying.
+type idSource struct{ n int }
+
+func (s idSource) Run(_ context.Context, emit func(connect.Record) error) error {
+	send := func(i int) error {
+		return emit(connect.Record{ID: fmt.Sprintf("r%d", i), Write: int64(1000 + i), HasWrite: true,
+			Payload: fmt.Appendf(nil, `{"key":"k%d","seq":%d}`, i%5, i)})
+	}
+	for i := range s.n {
+		if err := send(i); err != nil {
+			return err
+		}
+		if err := send(i); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < s.n; i += 10 {
+		if err := send(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestIdempotencyKeysAppendARecordOnce sends every record at least twice
+// with its idempotency key: each is appended, processed and delivered
+// once, in this run and when the same records are sent again after a
+// restart.
+func TestIdempotencyKeysAppendARecordOnce(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	const n = 300
+	for run := range 2 {
+		sink := &failingSink{}
+		rt, err := runtime.New(mustSpec(t, fmt.Sprintf(replayPipeline, "")), map[string]compute.Factory{"tally": compute.Native(tally)},
+			runtime.WithStore(st), runtime.WithSource("in", idSource{n: n}), runtime.WithSink("sink", sink),
+			runtime.WithDeadLetter(&bytes.Buffer{}))
+		require.NoError(t, err)
+		require.NoError(t, rt.Run(context.Background()))
+		seqs := seqsOf(t, sink.kept)
+		if run == 0 {
+			require.Len(t, seqs, n, "each record once")
+			slices.Sort(seqs)
+			for i, s := range seqs {
+				require.Equal(t, i, s)
+			}
+		} else {
+			require.Empty(t, seqs, "records sent again after a restart are still known")
+		}
+	}
 }

@@ -22,7 +22,8 @@ type metrics struct {
 	bufferedBytes  *prometheus.GaugeVec
 	sinkRecords    *prometheus.CounterVec
 	backpressureNs *prometheus.CounterVec
-	retained       prometheus.Counter
+	retained         prometheus.Counter
+	sourceDuplicates *prometheus.CounterVec
 	storeBytes     prometheus.Gauge
 }
 
@@ -86,6 +87,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "flowhost_backpressure_seconds_total",
 			Help: "Time senders spent blocked on a full input buffer, by destination computation.",
 		}, []string{"computation"}),
+		sourceDuplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_source_duplicates_total",
+			Help: "Records a source acknowledged without appending them again: their idempotency key (id) was accepted before.",
+		}, []string{"source"}),
 		retained: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flowhost_store_retention_deleted_total",
 			Help: "Consumed source records and sink log records the retention policy deleted from the store.",
@@ -95,7 +100,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Size of the store's files on disk (updated by each retention pass).",
 		}),
 	}
-	reg.MustRegister(m.retained, m.storeBytes, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
+	reg.MustRegister(m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
 		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
 		m.bufferedBytes, m.sinkRecords, m.backpressureNs)
 	return m

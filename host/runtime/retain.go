@@ -2,12 +2,25 @@ package runtime
 
 import (
 	"context"
+	"math"
 	"fmt"
 	"time"
 
 	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/host/store"
+	"github.com/flowhost/flowhost/ordering"
 )
+
+// satSub is a - b, saturating at the int64 range.
+func satSub(a, b int64) int64 {
+	if d := a - b; (d < a) == (b > 0) {
+		return d
+	}
+	if b > 0 {
+		return math.MinInt64
+	}
+	return math.MaxInt64
+}
 
 // Replay is where `flowhost run --from` reprocesses a source from: every
 // partition of the source is read again from that position, as far as the
@@ -83,6 +96,16 @@ func (r *Runtime) retainOnce(pol spec.Retention) error {
 	deleted := 0
 	for _, src := range r.sources {
 		name := src.stream.name
+		src.mu.Lock()
+		wm := src.eventWM.Value()
+		src.mu.Unlock()
+		if wm != ordering.NoWatermark {
+			n, err := st.DeleteIdempotencyBelow(name, satSub(wm, int64(pol.Idempotency)))
+			if err != nil {
+				return err
+			}
+			r.metrics.retained.Add(float64(n))
+		}
 		for part := range src.parts {
 			read, _, err := st.Read(name, part)
 			if err != nil {

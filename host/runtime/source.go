@@ -60,6 +60,11 @@ type sourceStream struct {
 	batch      *store.Batch
 	resume     []byte // the connector's position after the last pending record
 	linger     *time.Timer
+	// Idempotency keys of the pending group and of the group being
+	// committed: a retry that arrives before its first copy committed is
+	// caught here, later ones in the store.
+	pendingIDs, committingIDs map[string]struct{}
+	mDuplicates               prometheus.Counter
 }
 
 type sourcePartition struct {
@@ -113,6 +118,9 @@ func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, er
 		eventWM:  ewm,
 		systemWM: ordering.NewSourceSystemWatermark(ss.Partitions),
 		mRecords: r.metrics.sourceRecords.WithLabelValues(ss.Name, s.name),
+
+		pendingIDs:  map[string]struct{}{},
+		mDuplicates: r.metrics.sourceDuplicates.WithLabelValues(ss.Name),
 	}
 	src.cond = sync.NewCond(&src.mu)
 	for i := range src.parts {
@@ -257,6 +265,13 @@ func (src *sourceStream) append(work context.Context, rec connect.Record) error 
 		src.mu.Unlock()
 		return work.Err()
 	}
+	if rec.ID != "" && st != nil {
+		dup, err := src.seen(rec.ID)
+		if err != nil || dup {
+			src.mu.Unlock()
+			return err
+		}
+	}
 	now := r.opts.now()
 	write := now
 	if rec.HasWrite {
@@ -285,6 +300,10 @@ func (src *sourceStream) append(work context.Context, rec connect.Record) error 
 		src.batch = st.NewBatch()
 	}
 	src.batch.AppendSource(src.stream.name, rec.Partition, p.offset, m)
+	if rec.ID != "" {
+		src.batch.SetIdempotency(src.stream.name, rec.ID, p.offset, m.Time.Event)
+		src.pendingIDs[rec.ID] = struct{}{}
+	}
 	p.offset++
 	src.pending = append(src.pending, pendingRecord{part: rec.Partition, m: m})
 	src.pendingLen += m.Size()
@@ -302,6 +321,28 @@ func (src *sourceStream) append(work context.Context, rec connect.Record) error 
 	return nil
 }
 
+// seen reports whether a record with idempotency key id was accepted
+// before; a duplicate is counted and logged. Called with src.mu held.
+func (src *sourceStream) seen(id string) (bool, error) {
+	_, pending := src.pendingIDs[id]
+	_, committing := src.committingIDs[id]
+	dup := pending || committing
+	if !dup {
+		rec, ok, err := src.rt.opts.store.Idempotent(src.stream.name, id)
+		if err != nil {
+			return false, err
+		}
+		dup = ok
+		if ok {
+			src.rt.log.Debug("duplicate record not appended again", "source", src.spec.Name, "id", id, "offset", rec.Offset)
+		}
+	}
+	if dup {
+		src.mDuplicates.Inc()
+	}
+	return dup, nil
+}
+
 // flushIngest commits the pending records with each partition's append
 // position and the connector's resume position, then shows them to the
 // reader. When it returns nil, every record appended before the call is
@@ -312,6 +353,7 @@ func (src *sourceStream) flushIngest() error {
 	src.mu.Lock()
 	recs, b, resume := src.pending, src.batch, src.resume
 	src.pending, src.batch, src.pendingLen = nil, nil, 0
+	src.committingIDs, src.pendingIDs = src.pendingIDs, map[string]struct{}{}
 	if len(recs) == 0 {
 		src.mu.Unlock()
 		return nil
@@ -333,6 +375,7 @@ func (src *sourceStream) flushIngest() error {
 		return fmt.Errorf("source %q: committing %d ingested records: %w", src.spec.Name, len(recs), err)
 	}
 	src.mu.Lock()
+	src.committingIDs = nil
 	now := src.rt.opts.now()
 	for _, pr := range recs {
 		src.publish(pr.part, pr.m, now)

@@ -304,5 +304,6 @@ func TestRetentionErrors(t *testing.T) {
 	}
 	p, err := Parse("p.yaml", []byte(base))
 	require.NoError(t, err)
-	require.Equal(t, Retention{Sources: DefaultRetentionSources, SinkLogRecords: DefaultRetentionSinkLogRecords, Interval: DefaultRetentionInterval}, p.Retention)
+	require.Equal(t, Retention{Sources: DefaultRetentionSources, SinkLogRecords: DefaultRetentionSinkLogRecords,
+		Interval: DefaultRetentionInterval, Idempotency: DefaultRetentionIdempotency}, p.Retention)
 }

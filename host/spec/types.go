@@ -51,6 +51,9 @@ const (
 	DefaultRetentionSinkLogRecords = 100000
 	// DefaultRetentionInterval is how often retention runs.
 	DefaultRetentionInterval = 10 * time.Second
+	// DefaultRetentionIdempotency is how far behind the event watermark a
+	// source remembers the idempotency keys it accepted.
+	DefaultRetentionIdempotency = time.Hour
 )
 
 // Pipeline is a parsed, defaulted and validated pipeline spec. Parse
@@ -460,10 +463,16 @@ type Retention struct {
 	SinkLogRecords int64 `yaml:"sink_log_records"`
 	// Interval is how often retention runs. Above 0; default 10s.
 	Interval time.Duration `yaml:"interval"`
+	// Idempotency is how long, in event time behind a source's event
+	// watermark, the source remembers the idempotency keys (the record
+	// field "id") it accepted: a record sent again within it is not
+	// appended twice. Default 1h.
+	Idempotency time.Duration `yaml:"idempotency"`
 }
 
 func (r *Retention) setDefaults() {
 	r.Sources = DefaultRetentionSources
 	r.SinkLogRecords = DefaultRetentionSinkLogRecords
 	r.Interval = DefaultRetentionInterval
+	r.Idempotency = DefaultRetentionIdempotency
 }
