@@ -341,3 +341,20 @@ func TestIdempotencyKeysAppendARecordOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleDurationZeroTurnsIdleDetectionOff runs a source whose spec says
+// idle_partitions.duration: 0, which the spec documents as "off".
+func TestIdleDurationZeroTurnsIdleDetectionOff(t *testing.T) {
+	p := mustSpec(t, `
+name: idle-off
+sources:
+  - {name: in, type: generator, stream: events, partitions: 2, generator: {count: 10}, watermark: {idle_partitions: {duration: 0s}}}
+sinks:
+  - {name: sink, type: stdout, streams: [events]}
+`)
+	sink := &failingSink{}
+	rt, err := runtime.New(p, nil, runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}))
+	require.NoError(t, err)
+	require.NoError(t, rt.Run(context.Background()))
+	require.Len(t, sink.kept, 10)
+}

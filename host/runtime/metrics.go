@@ -8,23 +8,23 @@ import (
 // own set in its own registry, so several runtimes (tests, embedding) never
 // collide.
 type metrics struct {
-	messagesIn     *prometheus.CounterVec
-	messagesOut    *prometheus.CounterVec
-	batchRows      *prometheus.HistogramVec
-	batchSeconds   *prometheus.HistogramVec
-	guestErrors    *prometheus.CounterVec
-	deadLetters    *prometheus.CounterVec
-	sourceRecords  *prometheus.CounterVec
-	bias           *prometheus.GaugeVec
-	eventWM        *prometheus.GaugeVec
-	systemWM       *prometheus.GaugeVec
-	bufferedMsgs   *prometheus.GaugeVec
-	bufferedBytes  *prometheus.GaugeVec
-	sinkRecords    *prometheus.CounterVec
-	backpressureNs *prometheus.CounterVec
+	messagesIn       *prometheus.CounterVec
+	messagesOut      *prometheus.CounterVec
+	batchRows        *prometheus.HistogramVec
+	batchSeconds     *prometheus.HistogramVec
+	guestErrors      *prometheus.CounterVec
+	deadLetters      *prometheus.CounterVec
+	sourceRecords    *prometheus.CounterVec
+	bias             *prometheus.GaugeVec
+	eventWM          *prometheus.GaugeVec
+	systemWM         *prometheus.GaugeVec
+	bufferedMsgs     *prometheus.GaugeVec
+	bufferedBytes    *prometheus.GaugeVec
+	sinkRecords      *prometheus.CounterVec
+	backpressureNs   *prometheus.CounterVec
 	retained         prometheus.Counter
 	sourceDuplicates *prometheus.CounterVec
-	storeBytes     prometheus.Gauge
+	storeBytes       prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {

@@ -2,8 +2,8 @@ package runtime
 
 import (
 	"context"
-	"math"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/flowhost/flowhost/host/spec"

@@ -104,6 +104,9 @@ func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, er
 		IdleDuration:        ss.Watermark.IdlePartitions.Duration,
 		IdleMaxRatio:        ss.Watermark.IdlePartitions.MaxRatio,
 	}
+	if cfg.IdleDuration == 0 { // the spec's "0 turns idle detection off"
+		cfg.IdleDuration, cfg.IdleMaxRatio = 1, 0
+	}
 	ewm, err := ordering.NewSourceWatermark(ss.Partitions, cfg, now)
 	if err != nil {
 		return nil, fmt.Errorf("source %q: watermark: %w", ss.Name, err)
