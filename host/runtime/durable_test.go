@@ -19,6 +19,7 @@ import (
 	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/store"
+	"github.com/flowhost/flowhost/ordering"
 )
 
 const durablePipeline = `
@@ -103,11 +104,42 @@ func (s *failingSink) Write(_ context.Context, recs []connect.SinkRecord) error 
 
 func (s *failingSink) Close() error { return nil }
 
+// requireLaneOrder checks the derived-message guarantee on one run's trace,
+// resumed or not: per computation partition and key, the records of one
+// source partition are delivered in the order of their offsets.
+func requireLaneOrder(t *testing.T, run int, trace []byte) {
+	t.Helper()
+	type lane struct {
+		part      int
+		key, root string
+	}
+	last := map[lane]uint64{}
+	for i, line := range bytes.Split(bytes.TrimSpace(trace), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var r runtime.TraceRecord
+		require.NoError(t, json.Unmarshal(line, &r))
+		if r.Kind != runtime.TraceMessage {
+			continue
+		}
+		id, err := ordering.ParseMessageID(r.MessageID)
+		require.NoError(t, err)
+		root := id.Root()
+		l := lane{r.Partition, r.Key, fmt.Sprintf("%s/p%d", root.Name, root.Partition)}
+		if prev, ok := last[l]; ok {
+			require.Greater(t, root.Seq, prev, "run %d, delivery %d: %s after offset %d on lane %+v", run, i, r.MessageID, prev, l)
+		}
+		last[l] = root.Seq
+	}
+}
+
 // TestDurableRunResumesExactlyOnce stops a durable run several times at
 // random points (a sink failing is fatal: the run ends at once, with
 // batches half way through the pipeline) and restarts it on the same
 // store each time. Across all runs every message reaches the sink exactly
-// once, and each key's count, derived from its state, is exact.
+// once, each key's count, derived from its state, is exact, and every run's
+// trace, resumed or not, keeps the per-key order of each source partition.
 func TestDurableRunResumesExactlyOnce(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
@@ -123,10 +155,12 @@ func TestDurableRunResumesExactlyOnce(t *testing.T) {
 		if run < 6 {
 			sink.failAt = 1 + rng.IntN(4)
 		}
+		var trace bytes.Buffer
 		rt, err := runtime.New(mustSpec(t, durablePipeline), map[string]compute.Factory{"tally": compute.Native(tally)},
-			runtime.WithStore(st), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}))
+			runtime.WithStore(st), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}), runtime.WithTrace(&trace))
 		require.NoError(t, err)
 		err = rt.Run(context.Background())
+		requireLaneOrder(t, run, trace.Bytes())
 		kept = append(kept, sink.kept...)
 		if err == nil {
 			break
