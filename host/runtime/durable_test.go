@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -391,4 +392,47 @@ sinks:
 	require.NoError(t, err)
 	require.NoError(t, rt.Run(context.Background()))
 	require.Len(t, sink.kept, 10)
+}
+
+// TestHTTPIngestIsDurableWhenAcknowledged posts records to an HTTP source
+// of a durable run: when the answer arrives, the records are in the store,
+// so a client that got its answer never needs to send them again.
+func TestHTTPIngestIsDurableWhenAcknowledged(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	src, err := connect.NewHTTPSource(connect.HTTPSourceConfig{Addr: "127.0.0.1:0", Path: "/in", Stream: "events", Partitions: 1})
+	require.NoError(t, err)
+	p := mustSpec(t, `
+name: http-durable
+sources:
+  - {name: in, type: http, stream: events, http: {listen: "127.0.0.1:0", path: /in}}
+sinks:
+  - {name: sink, type: stdout, streams: [events]}
+`)
+	rt, err := runtime.New(p, nil, runtime.WithStore(st), runtime.WithSource("in", src),
+		runtime.WithSink("sink", &failingSink{}), runtime.WithDeadLetter(&bytes.Buffer{}))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	url := "http://" + src.Addr().String() + "/in"
+	total := 0
+	for req := 1; req <= 5; req++ {
+		var body bytes.Buffer
+		for i := range req * 10 {
+			fmt.Fprintf(&body, `{"payload":{"n":%d}}`+"\n", i)
+		}
+		resp, err := http.Post(url, "application/x-ndjson", &body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		resp.Body.Close()
+		total += req * 10
+		ip, ok, err := st.Ingest("events", 0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, uint64(total), ip.Next, "after request %d's answer, its records are committed", req)
+	}
+	cancel()
+	require.NoError(t, <-done)
 }
