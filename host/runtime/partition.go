@@ -246,6 +246,10 @@ func (p *partition) start(ctx context.Context) error {
 	if err := p.restoreQueue(); err != nil {
 		return err
 	}
+	if resumed {
+		r.log.Info("computation partition resumed from its last commit", "computation", c.spec.Name, "partition", p.index,
+			"epoch", p.epoch, "queued", p.inbox.Len(c.spec.Name, 0), "timers", p.timers.Len())
+	}
 	p.lingerNanos = int64(c.spec.Batch.MaxDuration)
 	p.lingerTimer = time.AfterFunc(time.Hour, p.wake)
 	p.lingerTimer.Stop()

@@ -181,13 +181,19 @@ func (src *sourceStream) recover() ([]byte, error) {
 			}
 			r.log.Info("replaying a source partition", "source", src.spec.Name, "partition", i, "from", from, "to", ip.Next)
 		}
+		unrouted := 0
 		err = st.SourceRecords(name, i, from, func(_ uint64, m *ordering.Message) error {
 			src.queued += m.Size()
 			src.publish(i, m, now)
+			unrouted++
 			return nil
 		})
 		if err != nil {
 			return nil, err
+		}
+		if ip.Next > 0 {
+			r.log.Info("source partition resumed from its last commit", "source", src.spec.Name, "partition", i,
+				"appended", ip.Next, "routed", from, "to route", unrouted)
 		}
 	}
 	if w, ok, err := st.SourceWatermarks(name); err != nil {
