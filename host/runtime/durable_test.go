@@ -436,3 +436,45 @@ sinks:
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// TestStreamNamedLikeAComputation names a source stream and a computation
+// alike: both send to the same partition, and their messages must neither
+// collide in the queues nor break each other's TaskId order.
+func TestStreamNamedLikeAComputation(t *testing.T) {
+	p := mustSpec(t, `
+name: clash
+sources:
+  - {name: in, type: generator, stream: tally, generator: {count: 300, keys: 5, payload_bytes: 4}}
+computations:
+  - name: tally
+    plugin: tally
+    kind: transform
+    group_by: [key]
+    input_streams: [tally]
+    output_streams: [mid]
+  - name: both
+    plugin: identity
+    input_streams: [mid, tally]
+    output_streams: [out]
+sinks:
+  - {name: sink, type: stdout, streams: [out]}
+`)
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	sink := &failingSink{}
+	midTally := compute.Func(func(ctx context.Context, req *abi.Request) (*abi.Response, error) {
+		resp, err := tally(ctx, req)
+		for i := range resp.Keys {
+			for j := range resp.Keys[i].Emits {
+				resp.Keys[i].Emits[j].Stream = "mid"
+			}
+		}
+		return resp, err
+	})
+	rt, err := runtime.New(p, map[string]compute.Factory{"tally": compute.Native(midTally), "both": compute.Native(identity)},
+		runtime.WithStore(st), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}))
+	require.NoError(t, err)
+	require.NoError(t, rt.Run(context.Background()))
+	require.Len(t, seqsOf(t, sink.kept), 600, "300 records through tally, and the same 300 read directly")
+}

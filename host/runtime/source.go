@@ -127,7 +127,11 @@ func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, er
 	}
 	src.cond = sync.NewCond(&src.mu)
 	for i := range src.parts {
-		src.parts[i].snd = newSender(ordering.Sender{Computation: s.name, Partition: i}, nil)
+		// "source:" keeps a source partition's identity apart from a
+		// computation's of the same name (':' is in no valid name): the
+		// two number their messages independently, and their queue
+		// entries must never collide.
+		src.parts[i].snd = newSender(ordering.Sender{Computation: "source:" + s.name, Partition: i}, nil)
 	}
 	var resume []byte
 	if r.opts.store != nil {
