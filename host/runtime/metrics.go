@@ -25,6 +25,8 @@ type metrics struct {
 	retained         prometheus.Counter
 	sourceDuplicates *prometheus.CounterVec
 	storeBytes       prometheus.Gauge
+	batchRetries     *prometheus.CounterVec
+	quarantined      *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -49,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"computation"}),
 		guestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flowhost_guest_errors_total",
-			Help: "Batches or keys a computation failed, by cause (trap, status, decode, validate, key, batch).",
+			Help: "Failed attempts at a batch (each retry that fails counts again) and failed keys of a computation, by cause (call: trap, deadline, bad status or undecodable response; validate; batch; key).",
 		}, []string{"computation", "cause"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flowhost_dead_letters_total",
@@ -99,10 +101,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "flowhost_store_bytes",
 			Help: "Size of the store's files on disk (updated by each retention pass).",
 		}),
+		batchRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_batch_retries_total",
+			Help: "Failed batches a computation retried on a fresh instance (on_failure.retries), by the cause of the failed attempt.",
+		}, []string{"computation", "cause"}),
+		quarantined: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flowhost_computation_quarantined",
+			Help: "1 when a partition of the computation is quarantined (on_failure.quarantine_after): it no longer calls its guest and dead-letters its batches until the run restarts.",
+		}, []string{"computation"}),
 	}
 	reg.MustRegister(m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
 		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
-		m.bufferedBytes, m.sinkRecords, m.backpressureNs)
+		m.bufferedBytes, m.sinkRecords, m.backpressureNs, m.batchRetries, m.quarantined)
 	return m
 }
 

@@ -157,6 +157,7 @@ type partition struct {
 	lingerTimer  *time.Timer
 	tracebuf     []TraceRecord
 	mapCounts    map[mapSlot]uint64
+	failures     partitionFailures
 }
 
 type mapSlot struct {
@@ -254,6 +255,7 @@ func (p *partition) start(ctx context.Context) error {
 	p.lingerTimer = time.AfterFunc(time.Hour, p.wake)
 	p.lingerTimer.Stop()
 	p.prio = map[*ordering.Message]ordering.Priority{}
+	r.metrics.quarantined.WithLabelValues(c.spec.Name).Set(0) // the series exists from the start
 	p.mapCounts = map[mapSlot]uint64{}
 	return p.instantiate(ctx)
 }

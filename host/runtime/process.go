@@ -14,17 +14,22 @@ import (
 // epoch: state and timer changes, the derived messages (stamped by the
 // host), the consumed inputs, and with a store the partition's positions,
 // all in one transaction. Only then do the derived messages go downstream.
-// A batch the guest fails is sent to the dead-letter route whole, in the
-// same epoch, and the instance is replaced; the run goes on.
+//
+// A batch the guest fails is handled by the computation's failure policy
+// (failure.go): retried on a fresh instance, and when every attempt
+// failed, sent to the dead-letter route whole in the same epoch (then:
+// dead_letter) or fatal to the run before anything of it commits (then:
+// stop). A quarantined partition dead-letters its batches without calling
+// the guest. Only the attempt that succeeded changes the partition
+// (apply), so the epoch commits once, whatever the attempts.
+//
+// process runs holding a worker token (partition.run); it gives it back
+// while it waits to retry.
 func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Watermarks) error {
 	c := p.comp
 	r := c.rt
 	started := time.Now()
 	p.epoch++
-	req, err := p.request(b, wm)
-	if err != nil {
-		return err
-	}
 	if r.trace != nil {
 		p.traceBatch(b)
 	}
@@ -34,25 +39,36 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 			ep.commit.TimersDeleted = append(ep.commit.TimersDeleted, TimerRef{t.Key, t.Trigger})
 		}
 	}
-	resp, cause, gerr := p.call(ctx, req)
-	switch {
-	case gerr != nil:
-		r.metrics.guestErrors.WithLabelValues(c.spec.Name, cause).Inc()
-		r.log.Error("computation failed a batch; its inputs go to the dead-letter route",
-			"computation", c.spec.Name, "partition", p.index, "epoch", p.epoch, "cause", cause, "err", gerr)
-		for i := range b.Keys {
-			if err := p.deadLetterKey(ctx, ep, &b.Keys[i], stageGuest, gerr); err != nil {
-				return err
-			}
-		}
-		if cause == causeCall {
-			if err := p.replaceInstance(ctx); err != nil {
-				return err
-			}
-		}
-	default:
-		if err := p.apply(ctx, ep, b, resp); err != nil {
+	fs := &p.failures
+	var dlErr error // the batch's inputs all go to the dead-letter route with it
+	if fs.quarantine != nil {
+		dlErr = fs.quarantine
+	} else {
+		req, err := p.request(b, wm)
+		if err != nil {
 			return err
+		}
+		resp, failed, err := p.callWithRetries(ctx, b, wm, req)
+		switch {
+		case err != nil:
+			return err
+		case failed != nil:
+			if err := p.exhausted(ctx, fs, failed); err != nil {
+				return err
+			}
+			dlErr = failed.deadLetterErr()
+		default:
+			fs.exhausted = 0
+			if err := p.apply(ctx, ep, b, resp); err != nil {
+				return err
+			}
+		}
+	}
+	if dlErr != nil {
+		for i := range b.Keys {
+			if err := p.deadLetterKey(ctx, ep, &b.Keys[i], stageGuest, dlErr); err != nil {
+				return err
+			}
 		}
 	}
 	if err := p.commitEpoch(ep, b); err != nil {

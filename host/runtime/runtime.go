@@ -85,6 +85,9 @@ type Runtime struct {
 	failed  chan error    // first fatal error stops the run
 	failMu  sync.Mutex
 	failErr error
+	// retryWait waits between the attempts of a failed batch (waitRetry;
+	// tests replace it).
+	retryWait func(ctx context.Context, d time.Duration) error
 }
 
 // stream is a pipeline stream: one writer, any number of reading
@@ -170,6 +173,8 @@ func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option)
 		streams: map[string]*stream{},
 		workers: make(chan struct{}, o.workers),
 		failed:  make(chan error, 1),
+
+		retryWait: waitRetry,
 	}
 	if o.trace != nil {
 		r.trace = newTraceWriter(o.trace)

@@ -54,6 +54,17 @@ const (
 	// DefaultRetentionIdempotency is how far behind the event watermark a
 	// source remembers the idempotency keys it accepted.
 	DefaultRetentionIdempotency = time.Hour
+	// DefaultRetries is how many times a failed batch is retried on a
+	// fresh instance before its failure policy's Then applies.
+	DefaultRetries = 2
+	// DefaultBackoff is the wait before a failed batch's first retry; each
+	// further retry waits twice as long, up to DefaultMaxBackoff.
+	DefaultBackoff = 50 * time.Millisecond
+	// DefaultMaxBackoff caps the wait between two attempts of a batch.
+	DefaultMaxBackoff = 2 * time.Second
+	// DefaultQuarantineAfter is how many batches in a row may fail every
+	// attempt before a computation partition is quarantined.
+	DefaultQuarantineAfter = 3
 )
 
 // Pipeline is a parsed, defaulted and validated pipeline spec. Parse
@@ -316,6 +327,10 @@ type Computation struct {
 	// (of which the computation becomes the writer); otherwise they go to the
 	// pipeline's dead-letter sink.
 	DeadLetter *DeadLetterRoute `yaml:"dead_letter,omitempty"`
+	// OnFailure says what happens to a batch the guest fails: how often it
+	// is retried, how long between attempts, what then, and when the
+	// partition stops calling the guest.
+	OnFailure OnFailure `yaml:"on_failure"`
 }
 
 func (c *Computation) setDefaults() {
@@ -325,6 +340,67 @@ func (c *Computation) setDefaults() {
 	c.DistributionOrdering = OrderingStrict
 	c.Batch.setDefaults()
 	c.BufferBytes = DefaultBufferBytes
+	c.OnFailure.setDefaults()
+}
+
+// FailureAction is what happens to a batch that failed every attempt.
+type FailureAction string
+
+// The failure actions.
+const (
+	// FailDeadLetter sends the batch's inputs (messages and due timers) to
+	// the computation's dead-letter route with the last attempt's error, in
+	// the batch's epoch, and the run goes on.
+	FailDeadLetter FailureAction = "dead_letter"
+	// FailStop fails the run. With a data directory nothing of the batch
+	// was committed, so the next run retries it.
+	FailStop FailureAction = "stop"
+)
+
+func (FailureAction) values() []string { return []string{"dead_letter", "stop"} }
+
+// OnFailure is a computation's failure policy: what the host does when the
+// guest fails a whole batch (a trap, a deadline, a response that cannot be
+// decoded or breaks the ABI's rules, or the guest reporting the batch
+// failed). A key the guest reports failed is not a failed batch: that
+// key's inputs are dead-lettered at once, without a retry.
+//
+// A failed batch is retried, on a fresh instance, with the same inputs,
+// state and due timers (the state lives in the host, so a retry loses
+// nothing) and the same epoch, which commits once, with the effects of
+// the attempt that succeeded only. The k-th retry waits Backoff *
+// 2^(k-1), at most MaxBackoff. When every attempt failed, Then applies, and after
+// QuarantineAfter such batches in a row the partition is quarantined: it
+// no longer calls the guest and dead-letters every further batch, until
+// the run restarts.
+//
+// The zero value (a Computation built without Parse) retries nothing,
+// dead-letters and never quarantines.
+type OnFailure struct {
+	// Retries is how many times a failed batch is retried, so a batch is
+	// tried at most Retries+1 times. At least 0; default 2.
+	Retries int `yaml:"retries"`
+	// Backoff is the wait before the first retry; each further retry waits
+	// twice as long as the one before. At most MaxBackoff; default 50ms.
+	Backoff time.Duration `yaml:"backoff"`
+	// MaxBackoff caps the wait between two attempts. Default 2s.
+	MaxBackoff time.Duration `yaml:"max_backoff"`
+	// Then is what happens when the retries are exhausted: dead_letter
+	// (default) or stop.
+	Then FailureAction `yaml:"then"`
+	// QuarantineAfter is how many batches in a row of one partition may
+	// exhaust their retries before the partition is quarantined; a batch
+	// that succeeds starts the count again. 0 never quarantines; with Then
+	// stop the run stops at the first such batch. At least 0; default 3.
+	QuarantineAfter int `yaml:"quarantine_after"`
+}
+
+func (f *OnFailure) setDefaults() {
+	f.Retries = DefaultRetries
+	f.Backoff = DefaultBackoff
+	f.MaxBackoff = DefaultMaxBackoff
+	f.Then = FailDeadLetter
+	f.QuarantineAfter = DefaultQuarantineAfter
 }
 
 // InputOrdering configures how a computation merges its input streams.

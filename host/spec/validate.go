@@ -256,7 +256,35 @@ func (v *validator) computations() {
 			v.errorf(fieldPath(bp, "max_duration"), "expected a duration above 0; got %v", c.Batch.MaxDuration)
 		}
 		v.atLeast(fieldPath(path, "buffer_bytes"), c.BufferBytes, 1)
+		v.onFailure(fieldPath(path, "on_failure"), &c.OnFailure)
 	}
+}
+
+// onFailure checks a computation's failure policy. Negative durations and
+// an unknown then are errors of form, reported by the decoder.
+func (v *validator) onFailure(path string, f *OnFailure) {
+	v.atLeast(fieldPath(path, "retries"), int64(f.Retries), 0)
+	v.atLeast(fieldPath(path, "quarantine_after"), int64(f.QuarantineAfter), 0)
+	if f.Backoff > f.MaxBackoff {
+		// Point at the one the spec wrote: with backoff left at its
+		// default, the mistake is a max_backoff below it.
+		bp, mp := fieldPath(path, "backoff"), fieldPath(path, "max_backoff")
+		if v.written(bp) || !v.written(mp) {
+			v.errorf(bp, "expected at most max_backoff (%v); got %v", f.MaxBackoff, f.Backoff)
+		} else {
+			v.errorf(mp, "expected at least backoff (%v, the default); got %v", f.Backoff, f.MaxBackoff)
+		}
+	}
+}
+
+// written reports whether the spec itself holds the field at path (rather
+// than Parse's default).
+func (v *validator) written(path string) bool {
+	if v.p.src == nil {
+		return false
+	}
+	_, ok := v.p.src.tokens[path]
+	return ok
 }
 
 func (v *validator) retention() {

@@ -1,0 +1,21 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/flowhost/flowhost/host/spec"
+)
+
+// SetRetryWait replaces how rt waits before it retries a failed batch (a
+// timer of on_failure's backoff, by default), so that tests neither sleep
+// nor depend on timing. Call it before Run.
+func SetRetryWait(rt *Runtime, wait func(ctx context.Context, d time.Duration) error) {
+	rt.retryWait = wait
+}
+
+// WaitRetry is the default wait between the attempts of a batch.
+var WaitRetry = waitRetry
+
+// RetryDelay is the wait before the retry-th retry of a batch under f.
+func RetryDelay(f spec.OnFailure, retry int) time.Duration { return policyOf(f).delay(retry) }
