@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -477,4 +478,56 @@ sinks:
 	require.NoError(t, err)
 	require.NoError(t, rt.Run(context.Background()))
 	require.Len(t, seqsOf(t, sink.kept), 600, "300 records through tally, and the same 300 read directly")
+}
+
+// TestFullDownstreamDoesNotStarveTheWorkerPool runs two levels of
+// computations on one worker with a tiny buffer downstream: upstream
+// partitions blocked on the full buffer must not hold the only worker
+// token the downstream partition needs to drain it.
+func TestFullDownstreamDoesNotStarveTheWorkerPool(t *testing.T) {
+	p := mustSpec(t, `
+name: starve
+sources:
+  - {name: in, type: generator, stream: events, partitions: 2, partition_by: [key], generator: {count: 3000, keys: 20, payload_bytes: 64}}
+computations:
+  - name: up
+    plugin: identity
+    partitions: 2
+    group_by: [key]
+    input_streams: [events]
+    output_streams: [out]
+    batch: {max_rows: 500}
+  - name: down
+    plugin: identity2
+    input_streams: [out]
+    output_streams: [out2]
+    buffer_bytes: 2KiB
+    batch: {max_rows: 4}
+sinks:
+  - {name: sink, type: stdout, streams: [out2]}
+`)
+	to := func(stream string) compute.Factory {
+		return compute.Native(compute.Func(func(ctx context.Context, req *abi.Request) (*abi.Response, error) {
+			resp, err := identity(ctx, req)
+			for i := range resp.Keys {
+				for j := range resp.Keys[i].Emits {
+					resp.Keys[i].Emits[j].Stream = stream
+				}
+			}
+			return resp, err
+		}))
+	}
+	sink := &failingSink{}
+	rt, err := runtime.New(p, map[string]compute.Factory{"up": to("out"), "down": to("out2")},
+		runtime.WithWorkers(1), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the pipeline made no progress: deadlocked on the worker pool")
+	}
+	require.Len(t, sink.kept, 3000)
 }

@@ -170,14 +170,9 @@ func (p *partition) callWithRetries(ctx context.Context, b *ordering.Batch, wm a
 	}
 }
 
-// backoff waits d before a retry without holding a worker token, so that
-// other partitions run meanwhile. process runs holding one (partition.run
-// takes it before and gives it back after), so it takes one again before
-// it returns, whether the wait ended or was interrupted.
+// backoff waits d before a retry. It holds no worker token (only guest
+// calls do), so other partitions run meanwhile.
 func (p *partition) backoff(ctx context.Context, d time.Duration) error {
-	workers := p.comp.rt.workers
-	<-workers
-	defer func() { workers <- struct{}{} }()
 	return p.comp.rt.retryWait(ctx, d)
 }
 

@@ -406,17 +406,7 @@ func (p *partition) run(ctx context.Context) error {
 		if err != nil || batch == nil {
 			return err
 		}
-		// The worker pool: at most WithWorkers batches run at once, so
-		// many partitions share the cores instead of oversubscribing them.
-		workers := p.comp.rt.workers
-		select {
-		case workers <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		err = p.process(ctx, batch, wm)
-		<-workers
-		if err != nil {
+		if err := p.process(ctx, batch, wm); err != nil {
 			return err
 		}
 	}

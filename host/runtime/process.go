@@ -150,7 +150,19 @@ const (
 // request.
 func (p *partition) call(ctx context.Context, req *abi.Request) (*abi.Response, string, error) {
 	name := p.comp.spec.Name
+	// The worker pool: at most WithWorkers guest calls run at once, so
+	// many partitions share the cores instead of oversubscribing them.
+	// Only the call holds a token: a partition waiting to hand its
+	// outputs to a full downstream partition must not hold one, or the
+	// downstream partition could wait for a token forever.
+	workers := p.comp.rt.workers
+	select {
+	case workers <- struct{}{}:
+	case <-ctx.Done():
+		return nil, causeCall, ctx.Err()
+	}
 	resp, err := p.proc.Process(ctx, req)
+	<-workers
 	if err != nil {
 		return nil, causeCall, fmt.Errorf("computation %q (plugin %q): %w", name, p.comp.spec.Plugin, err)
 	}

@@ -423,7 +423,7 @@ func WithTrace(w io.Writer) Option { return func(o *options) { o.trace = w } }
 // times, transform outputs and idleness; tests pass a scripted one.
 func WithClock(now func() int64) Option { return func(o *options) { o.now = now } }
 
-// WithWorkers bounds how many batches run at once; the default is
+// WithWorkers bounds how many guest calls run at once; the default is
 // GOMAXPROCS.
 func WithWorkers(n int) Option { return func(o *options) { o.workers = max(1, n) } }
 
