@@ -109,24 +109,28 @@ func (id MessageID) Equal(other MessageID) bool { return id.Compare(other) == 0 
 
 // String returns the canonical text form, which [ParseMessageID] reads back.
 func (id MessageID) String() string {
-	var b strings.Builder
-	for i, s := range id.segs {
-		if i > 0 {
-			b.WriteByte('>')
-		}
-		b.WriteString(s.Name)
-		if s.Partition != NoPartition {
-			b.WriteString("/p")
-			b.WriteString(strconv.FormatInt(int64(s.Partition), 10))
-		}
-		b.WriteByte(':')
-		b.WriteString(strconv.FormatUint(s.Seq, 10))
-	}
-	return b.String()
+	var buf [64]byte // most ids fit: one allocation, the string's own
+	return string(id.appendText(buf[:0]))
 }
 
 // AppendText implements encoding.TextAppender.
-func (id MessageID) AppendText(b []byte) ([]byte, error) { return append(b, id.String()...), nil }
+func (id MessageID) AppendText(b []byte) ([]byte, error) { return id.appendText(b), nil }
+
+func (id MessageID) appendText(b []byte) []byte {
+	for i, s := range id.segs {
+		if i > 0 {
+			b = append(b, '>')
+		}
+		b = append(b, s.Name...)
+		if s.Partition != NoPartition {
+			b = append(b, "/p"...)
+			b = strconv.AppendInt(b, int64(s.Partition), 10)
+		}
+		b = append(b, ':')
+		b = strconv.AppendUint(b, s.Seq, 10)
+	}
+	return b
+}
 
 // MarshalText implements encoding.TextMarshaler with the canonical form.
 func (id MessageID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
