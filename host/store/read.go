@@ -41,6 +41,9 @@ func (s *Store) scan(prefix keyBuf, from keyBuf, what string, fn func(rest, valu
 	if from != nil {
 		lower = from
 	}
+	if len(lower) == 0 {
+		lower = nil // no bound (pebble's invariant checks reject an empty one)
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return s.readError(what, err)
