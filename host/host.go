@@ -220,10 +220,6 @@ func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins
 			errs = append(errs, fmt.Errorf("computation %q: plugin %q (%s) serves %v, not %s", c.Name, c.Plugin, p.ManifestPath(), p.Manifest.Kinds, c.Kind))
 			continue
 		}
-		if p.Manifest.Engine != plugins.EngineWazero {
-			errs = append(errs, fmt.Errorf("computation %q: plugin %q (%s): engine %q is not available in this build; use wazero", c.Name, c.Plugin, p.ManifestPath(), p.Manifest.Engine))
-			continue
-		}
 		c.Parameters = p.Manifest.MergeParameters(c.Parameters)
 		if f, ok := compiled[p.Manifest.Name]; ok {
 			l.Factories[c.Name] = f
@@ -278,8 +274,12 @@ func compilePlugin(ctx context.Context, p *plugins.Plugin, cacheDir string, log 
 		cfg = cfg.WithMaxResponseBytes(uint32(min(lim.MaxResponseBytes, 1<<32-1)))
 		limits.MaxBytes = int(lim.MaxResponseBytes)
 	}
-	eng, err := engine.NewWazero(ctx, cfg)
-	if err != nil {
+	var eng engine.Engine
+	if p.Manifest.Engine == plugins.EngineWasmtime {
+		if eng, err = engine.NewWasmtime(cfg); err != nil {
+			return nil, nil, fmt.Errorf("plugin %q (%s): %w", p.Manifest.Name, p.ManifestPath(), err)
+		}
+	} else if eng, err = engine.NewWazero(ctx, cfg); err != nil {
 		return nil, nil, err
 	}
 	mod, err := eng.Compile(ctx, p.Manifest.Name, wasm)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,12 +25,22 @@ import (
 // writePlugin lays out a plugin directory for a guest of this repository.
 func writePlugin(t *testing.T, dir, name, pkg string) string {
 	t.Helper()
+	return writePluginOn(t, dir, name, pkg, "")
+}
+
+// writePluginOn is writePlugin for a manifest that names its engine ("":
+// the default).
+func writePluginOn(t *testing.T, dir, name, pkg, engine string) string {
+	t.Helper()
 	wasm := buildGuest(t, pkg)
 	pdir := filepath.Join(dir, name)
 	require.NoError(t, os.MkdirAll(pdir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(pdir, name+".wasm"), wasm, 0o644))
 	sum := sha256.Sum256(wasm)
 	manifest := fmt.Sprintf("name: %s\nversion: 1.0.0\nabi: 1\nwasm: %s.wasm\nsha256: %s\nkinds: [transform, map]\n", name, name, hex.EncodeToString(sum[:]))
+	if engine != "" {
+		manifest += "engine: " + engine + "\n"
+	}
 	require.NoError(t, os.WriteFile(filepath.Join(pdir, "plugin.yaml"), []byte(manifest), 0o644))
 	return pdir
 }
@@ -154,4 +165,55 @@ dead_letter: {type: file, file: {path: dead.jsonl}}
 		require.Contains(t, l, `undecodable response`)
 		require.Contains(t, l, `"stage":"guest"`)
 	}
+}
+
+// TestPipelineRunsAlikeOnBothEngines runs one pipeline through host.Run
+// with its plugin on wazero and on wasmtime: the sinks hold the same
+// payloads in the same order per key.
+func TestPipelineRunsAlikeOnBothEngines(t *testing.T) {
+	var input strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&input, `{"write_ts":%d,"payload":{"k":"k%d","seq":%d}}`+"\n", i+1, i%7, i)
+	}
+	outputs := map[string][]string{}
+	for _, eng := range []string{"wazero", "wasmtime"} {
+		dir := t.TempDir()
+		writePluginOn(t, filepath.Join(dir, "plugins"), "identity", "./host/internal/testguests/identity", eng)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(input.String()), 0o644))
+		specPath := filepath.Join(dir, "pipeline.yaml")
+		require.NoError(t, os.WriteFile(specPath, []byte(`
+name: engines
+sources:
+  - {name: in, type: file, stream: in, file: {path: in.jsonl}}
+computations:
+  - {name: identity, plugin: identity, partitions: 2, group_by: [k], input_streams: [in], output_streams: [out]}
+sinks:
+  - {name: out, type: file, streams: [out], file: {path: out.jsonl}}
+`), 0o644))
+		require.NoError(t, host.Run(context.Background(), host.RunConfig{
+			SpecPath:   specPath,
+			PluginDirs: []string{filepath.Join(dir, "plugins")},
+			CacheDir:   filepath.Join(os.TempDir(), "flowhost-test-cache"),
+			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+			DataDir:    filepath.Join(dir, "data"),
+			Progress:   io.Discard,
+		}), eng)
+		data, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+		require.NoError(t, err)
+		perKey := map[string][]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var rec connect.SinkRecord
+			require.NoError(t, json.Unmarshal([]byte(line), &rec))
+			var p struct{ K string }
+			require.NoError(t, json.Unmarshal(rec.Payload, &p))
+			perKey[p.K] = append(perKey[p.K], string(rec.Payload))
+		}
+		var all []string
+		for k := range 7 {
+			all = append(all, perKey[fmt.Sprintf("k%d", k)]...)
+		}
+		require.Len(t, all, 300, eng)
+		outputs[eng] = all
+	}
+	require.Equal(t, outputs["wazero"], outputs["wasmtime"])
 }
