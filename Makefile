@@ -68,6 +68,10 @@ unit:
 	# under the race detector (wazero compiles the 4 MB Go guest ten times
 	# slower), so they run here without it rather than not at all.
 	$(GO) test -count=1 ./sdk/wat/
+	# Without cgo (or with -tags nowasmtime) flowhost builds without the
+	# wasmtime engine and says so when a plugin asks for it.
+	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/flowhost
+	$(GO) test -count=1 -tags nowasmtime -run NoWasmtime ./host/engine/
 	# The Extism comparison is its own module, so that the product never
 	# depends on Extism; its correctness test runs here.
 	cd host/internal/extismbench && $(GO) test -count=1 ./...
