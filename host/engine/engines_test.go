@@ -515,6 +515,9 @@ func TestEnginesClock(t *testing.T) {
 func TestEnginesReadOnlyDir(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "in.txt"), []byte("granted content"), 0o600))
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	require.NoError(t, os.WriteFile(outside, []byte("outside the grant"), 0o600))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "escape")))
 	caps := engine.Capabilities{}.WithReadOnlyDir(dir, "/data")
 	forEachEngine(t, func(t *testing.T, k engineKind) {
 		inst := k.instance(t, testConfig().WithCapabilities(caps), "fs")
@@ -530,6 +533,11 @@ func TestEnginesReadOnlyDir(t *testing.T) {
 		resp, err = inst.Process(context.Background(), []byte("read:/etc/passwd"))
 		require.NoError(t, err)
 		require.Contains(t, string(resp), "error: ", "only the granted directory is visible")
+
+		resp, err = inst.Process(context.Background(), []byte("read:/data/escape"))
+		require.NoError(t, err)
+		require.Contains(t, string(resp), "error: ", "a symlink out of the granted directory leads nowhere")
+		require.NotContains(t, string(resp), "outside the grant")
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,7 +61,16 @@ func NewWazero(ctx context.Context, cfg Config) (Engine, error) {
 	if len(cfg.caps.dirs) > 0 {
 		fs := wazero.NewFSConfig()
 		for _, d := range cfg.caps.dirs {
-			fs = fs.WithReadOnlyDirMount(d.HostPath, d.GuestPath)
+			// An os.Root, not wazero's directory mount: wazero follows a
+			// symlink out of the directory, and a guest could then read
+			// any file the host can. The root's fs.FS is read-only and
+			// refuses every path that leaves it.
+			root, err := os.OpenRoot(d.HostPath)
+			if err != nil {
+				return nil, errors.Join(fmt.Errorf("engine: granted directory %q: %w", d.HostPath, err), e.Close(ctx))
+			}
+			e.roots = append(e.roots, root)
+			fs = fs.WithFSMount(root.FS(), d.GuestPath)
 		}
 		mc = mc.WithFSConfig(fs)
 	}
@@ -69,6 +79,7 @@ func NewWazero(ctx context.Context, cfg Config) (Engine, error) {
 }
 
 type wazeroEngine struct {
+	roots        []*os.Root // granted directories, closed with the engine
 	cfg          Config
 	logger       *slog.Logger
 	rt           wazero.Runtime
@@ -150,6 +161,9 @@ func (e *wazeroEngine) Close(ctx context.Context) error {
 	err := e.rt.Close(ctx)
 	if e.cache != nil {
 		err = errors.Join(err, e.cache.Close(ctx))
+	}
+	for _, r := range e.roots {
+		err = errors.Join(err, r.Close())
 	}
 	return err
 }
