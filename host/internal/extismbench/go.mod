@@ -9,6 +9,7 @@ require (
 )
 
 require (
+	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1 // indirect
 	github.com/dylibso/observe-sdk/go v0.0.0-20240819160327-2d926c5d788a // indirect
 	github.com/fxamacker/cbor/v2 v2.10.0 // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
