@@ -113,6 +113,10 @@ sinks:
 		`flowhost_stream_buffered_messages{stream="in"}`,
 		`flowhost_stream_buffered_bytes{stream="in"}`,
 		`flowhost_source_records_total{source="gen",stream="in"}`,
+		`flowhost_store_commit_seconds_bucket{stage="ingest"`,
+		`flowhost_store_commit_seconds_bucket{stage="route"`,
+		`flowhost_store_commit_seconds_bucket{stage="epoch"`,
+		`flowhost_computation_quarantined{computation="identity"} 0`,
 		`go_goroutines`,
 	} {
 		require.Contains(t, string(body), name)

@@ -372,7 +372,7 @@ func (s *sinkRunner) write(ctx context.Context, batch []sinkItem, recs []connect
 		}
 		s.pos.Records += uint64(len(recs))
 		b.SetSink(s.name, s.pos)
-		if err := b.Commit(); err != nil {
+		if err := s.rt.metrics.commit("sink", b); err != nil {
 			return err
 		}
 		return s.sink.Write(ctx, recs)
@@ -391,7 +391,7 @@ func (s *sinkRunner) write(ctx context.Context, batch []sinkItem, recs []connect
 	}
 	s.pos.Records += uint64(len(recs))
 	b.SetSink(s.name, s.pos)
-	return b.Commit()
+	return s.rt.metrics.commit("sink", b)
 }
 
 // storeSinkLog is an HTTP sink's log in the store.

@@ -1,7 +1,11 @@
 package runtime
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowhost/flowhost/host/store"
 )
 
 // metrics are the runtime's Prometheus series. Each Runtime registers its
@@ -26,6 +30,7 @@ type metrics struct {
 	sourceDuplicates *prometheus.CounterVec
 	storeBytes       prometheus.Gauge
 	batchRetries     *prometheus.CounterVec
+	commitSeconds    *prometheus.HistogramVec
 	quarantined      *prometheus.GaugeVec
 }
 
@@ -101,6 +106,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "flowhost_store_bytes",
 			Help: "Size of the store's files on disk (updated by each retention pass).",
 		}),
+		commitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flowhost_store_commit_seconds",
+			Help:    "Time to commit one transaction to the store (durable on return), by what committed: ingest, route, epoch, sink.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 3, 10),
+		}, []string{"stage"}),
 		batchRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flowhost_batch_retries_total",
 			Help: "Failed batches a computation retried on a fresh instance (on_failure.retries), by the cause of the failed attempt.",
@@ -110,10 +120,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 when a partition of the computation is quarantined (on_failure.quarantine_after): it no longer calls its guest and dead-letters its batches until the run restarts.",
 		}, []string{"computation"}),
 	}
-	reg.MustRegister(m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
+	reg.MustRegister(m.commitSeconds, m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
 		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
 		m.bufferedBytes, m.sinkRecords, m.backpressureNs, m.batchRetries, m.quarantined)
 	return m
+}
+
+// commit commits b and records how long it took under stage.
+func (m *metrics) commit(stage string, b *store.Batch) error {
+	start := time.Now()
+	err := b.Commit()
+	m.commitSeconds.WithLabelValues(stage).Observe(time.Since(start).Seconds())
+	return err
 }
 
 // nsToSeconds converts int64 nanoseconds for gauges, which Prometheus

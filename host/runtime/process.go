@@ -129,7 +129,7 @@ func (p *partition) commitEpoch(ep *epoch, b *ordering.Batch) error {
 		meta.Bias[name] = p.merge.Bias(i)
 	}
 	sb.SetPartition(c.spec.Name, p.index, meta)
-	if err := sb.Commit(); err != nil {
+	if err := c.rt.metrics.commit("epoch", sb); err != nil {
 		return err
 	}
 	if ss, ok := p.state.(*storeState); ok {

@@ -384,7 +384,7 @@ func (src *sourceStream) flushIngest() error {
 		b.SetConnector(src.spec.Name, resume)
 	}
 	src.mu.Unlock()
-	if err := b.Commit(); err != nil {
+	if err := src.rt.metrics.commit("ingest", b); err != nil {
 		return fmt.Errorf("source %q: committing %d ingested records: %w", src.spec.Name, len(recs), err)
 	}
 	src.mu.Lock()
@@ -522,7 +522,7 @@ func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds [
 		src.mu.Lock()
 		b.SetSourceWatermarks(name, store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value()})
 		src.mu.Unlock()
-		if err := b.Commit(); err != nil {
+		if err := r.metrics.commit("route", b); err != nil {
 			return fmt.Errorf("source %q: committing %d routed records: %w", src.spec.Name, len(group), err)
 		}
 	}
