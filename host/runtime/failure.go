@@ -170,10 +170,14 @@ func (p *partition) callWithRetries(ctx context.Context, b *ordering.Batch, wm a
 	}
 }
 
-// backoff waits d before a retry. It holds no worker token (only guest
-// calls do), so other partitions run meanwhile.
+// backoff waits d before a retry without holding a worker token, so that
+// other partitions run meanwhile, and takes one again before it returns.
 func (p *partition) backoff(ctx context.Context, d time.Duration) error {
-	return p.comp.rt.retryWait(ctx, d)
+	p.giveToken()
+	if err := p.comp.rt.retryWait(ctx, d); err != nil {
+		return err
+	}
+	return p.takeToken(ctx)
 }
 
 // exhausted applies the failure policy to a batch that failed every

@@ -158,6 +158,7 @@ type partition struct {
 	tracebuf     []TraceRecord
 	mapCounts    map[mapSlot]uint64
 	failures     partitionFailures
+	hasToken     bool // holds a worker token (process)
 }
 
 type mapSlot struct {

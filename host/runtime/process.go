@@ -23,12 +23,20 @@ import (
 // the guest. Only the attempt that succeeded changes the partition
 // (apply), so the epoch commits once, whatever the attempts.
 //
-// process runs holding a worker token (partition.run); it gives it back
-// while it waits to retry.
+// The worker pool: at most WithWorkers partitions call, apply and commit
+// at once, so many partitions share the cores instead of oversubscribing
+// them. A partition gives its token back while it waits to retry, and
+// before it hands its outputs over: a partition blocked on a full
+// downstream buffer must not hold a token, or the downstream partition
+// could wait for one forever.
 func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Watermarks) error {
 	c := p.comp
 	r := c.rt
 	started := time.Now()
+	if err := p.takeToken(ctx); err != nil {
+		return err
+	}
+	defer p.giveToken()
 	p.epoch++
 	if r.trace != nil {
 		p.traceBatch(b)
@@ -79,6 +87,7 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 			ctr.Inc()
 		}
 	}
+	p.giveToken()
 	if err := r.deliver(ctx, p.self, ep.ds); err != nil {
 		return err
 	}
@@ -86,6 +95,25 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 	c.mBatchRows.Observe(float64(batchInputs(b)))
 	c.mBatchTime.Observe(time.Since(started).Seconds())
 	return nil
+}
+
+// takeToken waits for a worker token.
+func (p *partition) takeToken(ctx context.Context) error {
+	select {
+	case p.comp.rt.workers <- struct{}{}:
+		p.hasToken = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// giveToken gives the worker token back if the partition holds it.
+func (p *partition) giveToken() {
+	if p.hasToken {
+		p.hasToken = false
+		<-p.comp.rt.workers
+	}
 }
 
 // epoch is what one batch changes, gathered before it commits.
@@ -150,19 +178,7 @@ const (
 // request.
 func (p *partition) call(ctx context.Context, req *abi.Request) (*abi.Response, string, error) {
 	name := p.comp.spec.Name
-	// The worker pool: at most WithWorkers guest calls run at once, so
-	// many partitions share the cores instead of oversubscribing them.
-	// Only the call holds a token: a partition waiting to hand its
-	// outputs to a full downstream partition must not hold one, or the
-	// downstream partition could wait for a token forever.
-	workers := p.comp.rt.workers
-	select {
-	case workers <- struct{}{}:
-	case <-ctx.Done():
-		return nil, causeCall, ctx.Err()
-	}
 	resp, err := p.proc.Process(ctx, req)
-	<-workers
 	if err != nil {
 		return nil, causeCall, fmt.Errorf("computation %q (plugin %q): %w", name, p.comp.spec.Plugin, err)
 	}

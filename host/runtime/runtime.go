@@ -423,8 +423,8 @@ func WithTrace(w io.Writer) Option { return func(o *options) { o.trace = w } }
 // times, transform outputs and idleness; tests pass a scripted one.
 func WithClock(now func() int64) Option { return func(o *options) { o.now = now } }
 
-// WithWorkers bounds how many guest calls run at once; the default is
-// GOMAXPROCS.
+// WithWorkers bounds how many batches are called, applied and committed at
+// once; the default is GOMAXPROCS.
 func WithWorkers(n int) Option { return func(o *options) { o.workers = max(1, n) } }
 
 // WithStateStore replaces the in-memory store of keyed state and timers.
