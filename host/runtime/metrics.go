@@ -32,6 +32,7 @@ type metrics struct {
 	batchRetries     *prometheus.CounterVec
 	commitSeconds    *prometheus.HistogramVec
 	quarantined      *prometheus.GaugeVec
+	reloads          *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -119,8 +120,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "flowhost_computation_quarantined",
 			Help: "1 when a partition of the computation is quarantined (on_failure.quarantine_after): it no longer calls its guest and dead-letters its batches until the run restarts.",
 		}, []string{"computation"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_computation_reloads_total",
+			Help: "Reloads of a computation's implementation (a new plugin version), by result: swapped (partitions switch at their next batch) or refused (the new version failed its probe instance; the running one keeps running).",
+		}, []string{"computation", "result"}),
 	}
-	reg.MustRegister(m.commitSeconds, m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
+	reg.MustRegister(m.reloads, m.commitSeconds, m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
 		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
 		m.bufferedBytes, m.sinkRecords, m.backpressureNs, m.batchRetries, m.quarantined)
 	return m

@@ -23,7 +23,7 @@ type computation struct {
 	rt      *Runtime
 	spec    *spec.Computation
 	kind    abi.Kind
-	factory compute.Factory
+	version atomic.Pointer[version] // what partitions instantiate; Reload replaces it
 	keyer   *keys.Extractor // nil for the unkeyed
 	inputs  []*stream
 	outputs []*stream
@@ -35,7 +35,8 @@ type computation struct {
 }
 
 func newComputation(r *Runtime, cs *spec.Computation, f compute.Factory) (*computation, error) {
-	c := &computation{rt: r, spec: cs, kind: abi.Kind(cs.Kind), factory: f}
+	c := &computation{rt: r, spec: cs, kind: abi.Kind(cs.Kind)}
+	c.version.Store(&version{factory: f})
 	if len(cs.GroupBy) > 0 {
 		k, err := keys.NewExtractor(cs.GroupBy)
 		if err != nil {
@@ -140,6 +141,7 @@ type partition struct {
 	state     PartitionState
 	snd       *sender
 	proc      compute.Computation
+	version   *version // the one proc is an instance of
 	clock     *ordering.SystemClock
 	outSeq    uint64
 	epoch     uint64
@@ -299,23 +301,12 @@ func (c *computation) publishResumed() {
 }
 
 func (p *partition) instantiate(ctx context.Context) error {
-	c := p.comp
-	params := map[string]any{}
-	for k, v := range c.spec.Parameters {
-		params[k] = v
-	}
-	proc, err := c.factory.Instantiate(ctx, &abi.Init{
-		ABI:           abi.Version,
-		Computation:   c.spec.Name,
-		Kind:          c.kind,
-		Partition:     uint64(p.index),
-		Parameters:    params,
-		OutputStreams: c.spec.OutputStreams,
-	})
+	v := p.comp.version.Load()
+	proc, err := v.factory.Instantiate(ctx, p.comp.init(p.index))
 	if err != nil {
 		return err
 	}
-	p.proc = proc
+	p.proc, p.version = proc, v
 	return nil
 }
 

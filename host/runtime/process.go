@@ -37,6 +37,7 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 		return err
 	}
 	defer p.giveToken()
+	p.adoptVersion(ctx)
 	p.epoch++
 	if r.trace != nil {
 		p.traceBatch(b)
