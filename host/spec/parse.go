@@ -107,6 +107,11 @@ func (p *Pipeline) complete(dir string) {
 			resolve(&s.File.Path)
 		}
 	}
+	for i := range p.Tenants {
+		for j := range p.Tenants[i].PluginDirs {
+			resolve(&p.Tenants[i].PluginDirs[j])
+		}
+	}
 	for i := range p.Sinks {
 		if f := p.Sinks[i].File; f != nil {
 			resolve(&f.Path)

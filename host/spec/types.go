@@ -79,6 +79,10 @@ type Pipeline struct {
 	File string `yaml:"-"`
 	// Name names the pipeline (logs, metrics, state directories). Required.
 	Name string `yaml:"name"`
+	// Tenants are the parties whose computations share this host, each
+	// with its plugin directories, quotas and capability policy. Optional:
+	// computations and sources without a tenant are the operator's.
+	Tenants []Tenant `yaml:"tenants,omitempty"`
 	// Streams declares streams explicitly. Optional: a stream is also declared
 	// by the source or computation that writes it. Declaring a stream that no
 	// one writes is an error.
@@ -109,6 +113,10 @@ type Pipeline struct {
 type Stream struct {
 	// Name names the stream. Required.
 	Name string `yaml:"name"`
+	// SharedWith lists the tenants, other than the one that writes the
+	// stream, whose computations may read it; "*" shares it with every
+	// tenant. Default: none (see Tenant for who may read what).
+	SharedWith []string `yaml:"shared_with,omitempty"`
 }
 
 // SourceType names the kind of connector a source reads from.
@@ -137,6 +145,9 @@ type Source struct {
 	// Stream is the stream the source writes; the source is its only writer.
 	// Required.
 	Stream string `yaml:"stream"`
+	// Tenant, when set, names the tenant the source and its stream belong
+	// to; its quotas.ingest_rate paces the source. Default: the operator's.
+	Tenant string `yaml:"tenant,omitempty"`
 	// Partitions is the number of source partitions; each keeps its own
 	// non-decreasing AlignmentTimestamp. At least 1; default 1.
 	Partitions int `yaml:"partitions"`
@@ -293,6 +304,13 @@ type Computation struct {
 	// Plugin names the plugin that implements the computation; it is resolved
 	// later against the plugin directories. Required.
 	Plugin string `yaml:"plugin"`
+	// Tenant, when set, names the tenant the computation belongs to: its
+	// plugin is looked up in the tenant's plugin directories, runs under
+	// the tenant's quotas, policy and share of the workers, and may read
+	// only the streams the tenant may read. Default: the operator's (the
+	// plugin directories given to the host, no quotas beyond the
+	// manifest's limits).
+	Tenant string `yaml:"tenant,omitempty"`
 	// Kind is transform or map. Default transform.
 	Kind ComputationKind `yaml:"kind"`
 	// Partitions is the number of computation partitions; the key picks one.

@@ -50,6 +50,7 @@ func validate(p *Pipeline) ErrorList {
 	v.retention()
 	v.httpEndpoints()
 	v.references()
+	v.tenants()
 	v.cycles()
 	return v.errs
 }
