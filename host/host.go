@@ -190,51 +190,99 @@ func fileProgress(rep *progress.Reporter) func(string, connect.FileProgress) {
 
 // Loaded holds the compiled plugins of a pipeline.
 type Loaded struct {
-	// Factories maps each computation name to its factory.
+	// Factories maps each computation name to its factory; a
+	// *compute.Refused for a tenant's computation whose plugin was
+	// refused (the run goes on without it).
 	Factories map[string]compute.Factory
-	engines   []engine.Engine
+	// Origins maps each computation to the plugin it was loaded from, for
+	// reloads; refused ones have none.
+	Origins  map[string]*plugins.Plugin
+	cacheDir string
+	log      *slog.Logger
+	pipe     *spec.Pipeline
+
+	mu      sync.Mutex
+	engines []engine.Engine
 }
 
 // Close releases the engines and their compiled modules.
 func (l *Loaded) Close(ctx context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, e := range l.engines {
 		_ = e.Close(ctx)
 	}
+	l.engines = nil
+}
+
+func (l *Loaded) keep(e engine.Engine) {
+	if e == nil {
+		return
+	}
+	l.mu.Lock()
+	l.engines = append(l.engines, e)
+	l.mu.Unlock()
 }
 
 // LoadComputations finds, checks and compiles the plugin of every
-// computation of pipe. Each error names the computation, the plugin and
-// the file.
+// computation of pipe. A computation without a tenant looks its plugin up
+// in catalog (the host's plugin directories), and any error stops the
+// load: the operator's pipeline is wrong. A tenant's computation looks it
+// up in the tenant's plugin directories and runs under its quotas and
+// policy; an error there refuses that computation only (logged, and its
+// inputs go to its dead-letter route), so that one tenant's bad plugin
+// does not stop the others. Each error names the computation, the tenant,
+// the plugin and the file.
 func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins.Catalog, cacheDir string, log *slog.Logger) (*Loaded, error) {
-	l := &Loaded{Factories: map[string]compute.Factory{}}
-	compiled := map[string]compute.Factory{}
+	l := &Loaded{Factories: map[string]compute.Factory{}, Origins: map[string]*plugins.Plugin{}, cacheDir: cacheDir, log: log, pipe: pipe}
+	catalogs := map[string]*plugins.Catalog{"": catalog}
+	catalogErrs := map[string]error{}
+	for i := range pipe.Tenants {
+		t := &pipe.Tenants[i]
+		c, err := plugins.Discover(t.PluginDirs)
+		if err != nil {
+			catalogErrs[t.Name] = fmt.Errorf("tenant %q: plugin directories: %w", t.Name, err)
+			continue
+		}
+		catalogs[t.Name] = c
+	}
+	compiled := map[string]compute.Factory{} // by tenant and plugin
 	var errs []error
 	for i := range pipe.Computations {
 		c := &pipe.Computations[i]
-		p, err := catalog.Lookup(c.Plugin)
-		if err != nil {
+		f, p, err := func() (compute.Factory, *plugins.Plugin, error) {
+			if err := catalogErrs[c.Tenant]; err != nil {
+				return nil, nil, err
+			}
+			p, err := catalogs[c.Tenant].Lookup(c.Plugin)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !p.Manifest.Serves(plugins.Kind(c.Kind)) {
+				return nil, nil, fmt.Errorf("plugin %q (%s) serves %v, not %s", c.Plugin, p.ManifestPath(), p.Manifest.Kinds, c.Kind)
+			}
+			c.Parameters = p.Manifest.MergeParameters(c.Parameters)
+			key := c.Tenant + "/" + p.Manifest.Name
+			if f, ok := compiled[key]; ok {
+				return f, p, nil
+			}
+			f, err := l.compile(ctx, p, pipe.Tenant(c.Tenant))
+			if err != nil {
+				return nil, nil, err
+			}
+			compiled[key] = f
+			return f, p, nil
+		}()
+		switch {
+		case err == nil:
+			l.Factories[c.Name], l.Origins[c.Name] = f, p
+		case c.Tenant == "":
 			errs = append(errs, fmt.Errorf("computation %q: %w", c.Name, err))
-			continue
+		default:
+			err = fmt.Errorf("computation %q (tenant %q): %w", c.Name, c.Tenant, err)
+			log.Error("plugin refused: the computation's inputs go to its dead-letter route; the other computations run", "computation", c.Name, "tenant", c.Tenant, "err", err)
+			l.Factories[c.Name] = &compute.Refused{Err: err}
 		}
-		if !p.Manifest.Serves(plugins.Kind(c.Kind)) {
-			errs = append(errs, fmt.Errorf("computation %q: plugin %q (%s) serves %v, not %s", c.Name, c.Plugin, p.ManifestPath(), p.Manifest.Kinds, c.Kind))
-			continue
-		}
-		c.Parameters = p.Manifest.MergeParameters(c.Parameters)
-		if f, ok := compiled[p.Manifest.Name]; ok {
-			l.Factories[c.Name] = f
-			continue
-		}
-		f, eng, err := compilePlugin(ctx, p, cacheDir, log)
-		if eng != nil {
-			l.engines = append(l.engines, eng)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("computation %q: %w", c.Name, err))
-			continue
-		}
-		compiled[p.Manifest.Name] = f
-		l.Factories[c.Name] = f
 	}
 	if err := errors.Join(errs...); err != nil {
 		l.Close(ctx)
@@ -243,28 +291,44 @@ func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins
 	return l, nil
 }
 
-// compilePlugin reads, verifies and compiles one plugin. Each plugin gets
-// its own engine, because limits and capabilities are engine-wide.
-func compilePlugin(ctx context.Context, p *plugins.Plugin, cacheDir string, log *slog.Logger) (compute.Factory, engine.Engine, error) {
+// compile reads, verifies and compiles one plugin under tenant's quotas
+// and policy (nil: the operator's, the manifest's limits only). Each
+// plugin gets its own engine, because limits and capabilities are
+// engine-wide.
+func (l *Loaded) compile(ctx context.Context, p *plugins.Plugin, tenant *spec.Tenant) (compute.Factory, error) {
+	lim := p.Manifest.Limits
+	engineName := p.Manifest.Engine
+	if tenant != nil {
+		q := tenant.Quotas
+		p.MaxWasmBytes = q.MaxModuleBytes
+		lim.MemoryPages = tighter(lim.MemoryPages, uint32(q.MemoryPages))
+		lim.BatchTimeout = tighter(lim.BatchTimeout, q.CPUPerBatch)
+		lim.MaxResponseBytes = tighter(lim.MaxResponseBytes, q.MaxOutputBytes)
+		if !p.Manifest.EngineNamed && tenant.Engine != spec.TenantEngineDefault {
+			engineName = plugins.Engine(tenant.Engine)
+		}
+		if err := checkPolicy(p, tenant); err != nil {
+			return nil, err
+		}
+	}
 	wasm, err := p.ReadWasm()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	caps, err := capabilities(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	info, err := engine.Inspect(wasm)
 	if err != nil {
-		return nil, nil, fmt.Errorf("plugin %q (%s): %w", p.Manifest.Name, p.WasmPath, err)
+		return nil, fmt.Errorf("plugin %q (%s): %w", p.Manifest.Name, p.WasmPath, err)
 	}
 	if err := engine.CheckABI(p.Manifest.Name, info, caps); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", p.WasmPath, err)
+		return nil, fmt.Errorf("%s: %w", p.WasmPath, err)
 	}
-	lim := p.Manifest.Limits
 	// Only a plugin with a batch timeout needs interruptible guests, and
 	// they cost up to 6x on loop-heavy code (engine.Config.WithInterruptible).
-	cfg := engine.NewConfig().WithCompilationCacheDir(cacheDir).WithLogger(log).WithCapabilities(caps).
+	cfg := engine.NewConfig().WithCompilationCacheDir(l.cacheDir).WithLogger(l.log).WithCapabilities(caps).
 		WithInterruptible(lim.BatchTimeout > 0)
 	if lim.MemoryPages > 0 {
 		cfg = cfg.WithMemoryLimitPages(lim.MemoryPages)
@@ -275,18 +339,44 @@ func compilePlugin(ctx context.Context, p *plugins.Plugin, cacheDir string, log 
 		limits.MaxBytes = int(lim.MaxResponseBytes)
 	}
 	var eng engine.Engine
-	if p.Manifest.Engine == plugins.EngineWasmtime {
+	if engineName == plugins.EngineWasmtime {
 		if eng, err = engine.NewWasmtime(cfg); err != nil {
-			return nil, nil, fmt.Errorf("plugin %q (%s): %w", p.Manifest.Name, p.ManifestPath(), err)
+			return nil, fmt.Errorf("plugin %q (%s): %w", p.Manifest.Name, p.ManifestPath(), err)
 		}
 	} else if eng, err = engine.NewWazero(ctx, cfg); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	l.keep(eng)
 	mod, err := eng.Compile(ctx, p.Manifest.Name, wasm)
 	if err != nil {
-		return nil, eng, fmt.Errorf("%s: %w", p.WasmPath, err)
+		return nil, fmt.Errorf("%s: %w", p.WasmPath, err)
 	}
-	return &compute.WASM{Module: mod, Limits: limits, BatchTimeout: lim.BatchTimeout}, eng, nil
+	return &compute.WASM{Module: mod, Limits: limits, BatchTimeout: lim.BatchTimeout}, nil
+}
+
+// tighter returns the smaller of a limit the manifest asks for and a
+// quota; 0 is no limit.
+func tighter[T uint32 | int64 | time.Duration](asked, quota T) T {
+	if asked == 0 || quota != 0 && quota < asked {
+		return quota
+	}
+	return asked
+}
+
+// checkPolicy refuses a plugin whose manifest grants a capability its
+// tenant's policy forbids.
+func checkPolicy(p *plugins.Plugin, t *spec.Tenant) error {
+	refuse := func(c spec.Capability, what string) error {
+		return fmt.Errorf("plugin %q (%s): its manifest grants %s (capabilities), which tenant %q forbids (tenants: forbid: [%s])",
+			p.Manifest.Name, p.ManifestPath(), what, t.Name, c)
+	}
+	if p.Manifest.Capabilities.Clock && t.Forbids(spec.CapabilityClock) {
+		return refuse(spec.CapabilityClock, "the real clock")
+	}
+	if len(p.Manifest.Capabilities.ReadOnlyDirs) > 0 && t.Forbids(spec.CapabilityReadOnlyDirs) {
+		return refuse(spec.CapabilityReadOnlyDirs, fmt.Sprintf("read-only directories %v", p.Manifest.Capabilities.ReadOnlyDirs))
+	}
+	return nil
 }
 
 func capabilities(p *plugins.Plugin) (engine.Capabilities, error) {

@@ -94,6 +94,9 @@ type Manifest struct {
 	Capabilities Capabilities
 	// Engine the plugin asks to run on.
 	Engine Engine
+	// EngineNamed reports whether the manifest names Engine itself; a
+	// tenant's engine applies to plugins whose manifest names none.
+	EngineNamed bool
 }
 
 // Serves reports whether the plugin declares kind k.

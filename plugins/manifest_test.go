@@ -33,6 +33,7 @@ func TestParseManifestFull(t *testing.T) {
 		},
 		Capabilities: Capabilities{Clock: true, ReadOnlyDirs: []string{"data", "ref"}},
 		Engine:       EngineWasmtime,
+		EngineNamed:  true,
 	}, m)
 	require.True(t, m.Serves(KindMap))
 }

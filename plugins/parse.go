@@ -514,7 +514,7 @@ func (p *manifestParser) manifest(body ast.Node) *Manifest {
 			m.Capabilities = p.capabilities(e)
 		case "engine":
 			if s, ok := p.str(e); ok && p.check(e, checkEngine(s)) {
-				m.Engine = Engine(s)
+				m.Engine, m.EngineNamed = Engine(s), true
 			}
 		}
 	}

@@ -56,3 +56,17 @@ func (Func) Close(context.Context) error { return nil }
 func Native(fn Func) Factory {
 	return FactoryFunc(func(context.Context, *abi.Init) (Computation, error) { return fn, nil })
 }
+
+// Refused is the Factory of a computation whose plugin was refused at
+// load (it failed its checks, or its tenant's policy forbids what it asks
+// for) in a pipeline that runs on without it: the runtime does not call
+// Instantiate; the computation's partitions start quarantined, every
+// input goes to its dead-letter route with Err, and a reload of a good
+// version lifts the quarantine.
+type Refused struct {
+	// Err says which plugin was refused and why.
+	Err error
+}
+
+// Instantiate returns r.Err.
+func (r *Refused) Instantiate(context.Context, *abi.Init) (Computation, error) { return nil, r.Err }

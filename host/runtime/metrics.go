@@ -33,6 +33,13 @@ type metrics struct {
 	commitSeconds    *prometheus.HistogramVec
 	quarantined      *prometheus.GaugeVec
 	reloads          *prometheus.CounterVec
+	// The fair-share scheduler, by tenant ("operator": computations
+	// without one).
+	tenantSlotSeconds *prometheus.CounterVec
+	tenantWaitSeconds *prometheus.CounterVec
+	tenantRunning     *prometheus.GaugeVec
+	quotaExceeded     *prometheus.CounterVec
+	sourceThrottled   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -125,7 +132,27 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Reloads of a computation's implementation (a new plugin version), by result: swapped (partitions switch at their next batch) or refused (the new version failed its probe instance; the running one keeps running).",
 		}, []string{"computation", "result"}),
 	}
-	reg.MustRegister(m.reloads, m.commitSeconds, m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
+	m.tenantSlotSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flowhost_tenant_worker_seconds_total",
+		Help: "Time a tenant's partitions held a worker (calling the guest, applying and committing a batch): its use of the fair share.",
+	}, []string{"tenant"})
+	m.tenantWaitSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flowhost_tenant_throttled_seconds_total",
+		Help: "Time a tenant's partitions waited for a worker because others had their share (or the tenant its concurrent_instances): how much it was throttled.",
+	}, []string{"tenant"})
+	m.tenantRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flowhost_tenant_running_batches",
+		Help: "A tenant's batches running now (holding a worker).",
+	}, []string{"tenant"})
+	m.quotaExceeded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flowhost_quota_exceeded_total",
+		Help: "Keys a computation's guest failed by exceeding a tenant quota (state or timers per key); their inputs went to the dead-letter route.",
+	}, []string{"tenant", "computation", "quota"})
+	m.sourceThrottled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flowhost_source_throttled_seconds_total",
+		Help: "Time a source waited for its tenant's quotas.ingest_rate before accepting records.",
+	}, []string{"source"})
+	reg.MustRegister(m.sourceThrottled, m.tenantSlotSeconds, m.tenantWaitSeconds, m.tenantRunning, m.quotaExceeded, m.reloads, m.commitSeconds, m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
 		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
 		m.bufferedBytes, m.sinkRecords, m.backpressureNs, m.batchRetries, m.quarantined)
 	return m

@@ -24,10 +24,12 @@ type computation struct {
 	spec    *spec.Computation
 	kind    abi.Kind
 	version atomic.Pointer[version] // what partitions instantiate; Reload replaces it
-	keyer   *keys.Extractor // nil for the unkeyed
+	keyer   *keys.Extractor         // nil for the unkeyed
 	inputs  []*stream
 	outputs []*stream
 	parts   []*partition
+	tenant  *spec.Tenant // nil: the operator's
+	group   *group       // its share of the workers
 	done    atomic.Int32 // partitions finished
 	// Metric series, resolved once: per input and output stream name.
 	mIn, mOut              map[string]prometheus.Counter
@@ -35,7 +37,12 @@ type computation struct {
 }
 
 func newComputation(r *Runtime, cs *spec.Computation, f compute.Factory) (*computation, error) {
-	c := &computation{rt: r, spec: cs, kind: abi.Kind(cs.Kind)}
+	c := &computation{rt: r, spec: cs, kind: abi.Kind(cs.Kind), tenant: r.pipe.Tenant(cs.Tenant)}
+	if t := c.tenant; t != nil {
+		c.group = r.sched.group(t.Name, t.Weight, t.Quotas.ConcurrentInstances, r.metrics)
+	} else {
+		c.group = r.sched.group(operatorGroup, 1, 0, r.metrics)
+	}
 	c.version.Store(&version{factory: f})
 	if len(cs.GroupBy) > 0 {
 		k, err := keys.NewExtractor(cs.GroupBy)
@@ -160,7 +167,8 @@ type partition struct {
 	tracebuf     []TraceRecord
 	mapCounts    map[mapSlot]uint64
 	failures     partitionFailures
-	hasToken     bool // holds a worker token (process)
+	hasToken     bool      // holds a worker slot (process)
+	tokenAt      time.Time // since when
 }
 
 type mapSlot struct {
@@ -260,7 +268,18 @@ func (p *partition) start(ctx context.Context) error {
 	p.prio = map[*ordering.Message]ordering.Priority{}
 	r.metrics.quarantined.WithLabelValues(c.spec.Name).Set(0) // the series exists from the start
 	p.mapCounts = map[mapSlot]uint64{}
+	if v := c.version.Load(); isRefused(v.factory) {
+		p.version = v
+		p.failures.quarantine = v.factory.(*compute.Refused).Err
+		r.metrics.quarantined.WithLabelValues(c.spec.Name).Set(1)
+		return nil
+	}
 	return p.instantiate(ctx)
+}
+
+func isRefused(f compute.Factory) bool {
+	_, ok := f.(*compute.Refused)
+	return ok
 }
 
 // restoreQueue hands the partition back what was committed for it and not

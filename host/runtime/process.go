@@ -98,22 +98,22 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 	return nil
 }
 
-// takeToken waits for a worker token.
+// takeToken waits for a worker slot of the partition's tenant
+// (scheduler.go).
 func (p *partition) takeToken(ctx context.Context) error {
-	select {
-	case p.comp.rt.workers <- struct{}{}:
-		p.hasToken = true
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := p.comp.rt.sched.acquire(ctx, p.comp.group); err != nil {
+		return err
 	}
+	p.hasToken, p.tokenAt = true, time.Now()
+	return nil
 }
 
-// giveToken gives the worker token back if the partition holds it.
+// giveToken gives the worker slot back if the partition holds it, charging
+// its tenant for the time it held it.
 func (p *partition) giveToken() {
 	if p.hasToken {
 		p.hasToken = false
-		<-p.comp.rt.workers
+		p.comp.rt.sched.release(p.comp.group, time.Since(p.tokenAt))
 	}
 }
 
@@ -270,6 +270,15 @@ func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, res
 		if rk.Error != "" {
 			r.metrics.guestErrors.WithLabelValues(c.spec.Name, causeKey).Inc()
 			kerr := fmt.Errorf("computation %q (plugin %q) failed key %q: %s", c.spec.Name, c.spec.Plugin, rk.Key, rk.Error)
+			if err := p.deadLetterKey(ctx, ep, kb, stageGuest, kerr); err != nil {
+				return err
+			}
+			continue
+		}
+		if quota, qerr := p.overQuota(rk); qerr != nil {
+			r.metrics.guestErrors.WithLabelValues(c.spec.Name, causeKey).Inc()
+			r.metrics.quotaExceeded.WithLabelValues(c.tenant.Name, c.spec.Name, quota).Inc()
+			kerr := fmt.Errorf("computation %q (plugin %q, tenant %q) failed key %q: %w", c.spec.Name, c.spec.Plugin, c.tenant.Name, rk.Key, qerr)
 			if err := p.deadLetterKey(ctx, ep, kb, stageGuest, kerr); err != nil {
 				return err
 			}
@@ -443,4 +452,43 @@ func batchInputs(b *ordering.Batch) int {
 		n += len(b.Keys[i].Timers) + len(b.Keys[i].Messages)
 	}
 	return n
+}
+
+// overQuota checks what a response key would change against the tenant's
+// per-key quotas; it names the quota exceeded. A key over a quota fails
+// as a whole: nothing of it is applied, and its inputs are dead-lettered.
+func (p *partition) overQuota(rk *abi.ResponseKey) (string, error) {
+	t := p.comp.tenant
+	if t == nil {
+		return "", nil
+	}
+	q := &t.Quotas
+	if rk.StateOp == abi.StateReplace && int64(len(rk.State)) > q.MaxStateBytesPerKey {
+		return "max_state_bytes_per_key", fmt.Errorf("quota exceeded: its new state is %d bytes, more than tenant %q's quotas.max_state_bytes_per_key (%d bytes); its state stays as it was",
+			len(rk.State), t.Name, q.MaxStateBytesPerKey)
+	}
+	if len(rk.TimersSet) == 0 {
+		return "", nil
+	}
+	pending := p.timers.KeyLen(rk.Key)
+	cancelled := map[int64]bool{}
+	for _, trig := range rk.TimersCancel {
+		if _, ok := p.timers.Get(rk.Key, trig); ok && !cancelled[trig] {
+			cancelled[trig] = true
+			pending--
+		}
+	}
+	added := map[int64]bool{}
+	for _, ts := range rk.TimersSet {
+		trig := ts.TriggerTimestamp
+		if _, ok := p.timers.Get(rk.Key, trig); ok && !cancelled[trig] || added[trig] {
+			continue // replaces a pending timer
+		}
+		added[trig] = true
+		if pending++; pending > q.MaxTimersPerKey {
+			return "max_timers_per_key", fmt.Errorf("quota exceeded: it would have more than tenant %q's quotas.max_timers_per_key (%d) timers pending (%d pending, %d set in this batch); its timers stay as they were",
+				t.Name, q.MaxTimersPerKey, p.timers.KeyLen(rk.Key), len(rk.TimersSet))
+		}
+	}
+	return "", nil
 }

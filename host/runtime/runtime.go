@@ -44,6 +44,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/time/rate"
 	"io"
 	"log/slog"
 	"math"
@@ -80,9 +81,11 @@ type Runtime struct {
 	sinks   []*sinkRunner
 	dead    *deadLetters
 
-	gate    *sourceGate   // keeps the source streams in step
-	workers chan struct{} // a token per concurrently running batch
-	failed  chan error    // first fatal error stops the run
+	gate  *sourceGate // keeps the source streams in step
+	sched *scheduler  // shares the workers between tenants
+	// ingest paces each tenant's sources to its quotas.ingest_rate.
+	ingest  map[string]*rate.Limiter
+	failed  chan error // first fatal error stops the run
 	failMu  sync.Mutex
 	failErr error
 	// retryWait waits between the attempts of a failed batch (waitRetry;
@@ -171,7 +174,7 @@ func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option)
 		log:     o.logger,
 		metrics: newMetrics(o.registry),
 		streams: map[string]*stream{},
-		workers: make(chan struct{}, o.workers),
+		sched:   newScheduler(o.workers),
 		failed:  make(chan error, 1),
 
 		retryWait: waitRetry,
@@ -478,3 +481,22 @@ func WithReplay(from map[string]Replay) Option { return func(o *options) { o.rep
 
 // WithStdout sets where stdout sinks write; the default is os.Stdout.
 func WithStdout(w io.Writer) Option { return func(o *options) { o.stdout = w } }
+
+// ingestLimiter returns the limiter of tenant's ingest rate, shared by its
+// sources (nil without a tenant or a rate). The bucket holds one second's
+// worth of records, so a burst up to the rate passes at once.
+func (r *Runtime) ingestLimiter(tenant string) *rate.Limiter {
+	t := r.pipe.Tenant(tenant)
+	if t == nil || t.Quotas.IngestRate <= 0 {
+		return nil
+	}
+	if l, ok := r.ingest[tenant]; ok {
+		return l
+	}
+	if r.ingest == nil {
+		r.ingest = map[string]*rate.Limiter{}
+	}
+	l := rate.NewLimiter(rate.Limit(t.Quotas.IngestRate), max(1, int(t.Quotas.IngestRate)))
+	r.ingest[tenant] = l
+	return l
+}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"golang.org/x/time/rate"
 	"sync"
 	"time"
 
@@ -65,6 +66,10 @@ type sourceStream struct {
 	// caught here, later ones in the store.
 	pendingIDs, committingIDs map[string]struct{}
 	mDuplicates               prometheus.Counter
+	// limiter paces the source to its tenant's quotas.ingest_rate (shared
+	// by the tenant's sources); nil: no cap.
+	limiter    *rate.Limiter
+	mThrottled prometheus.Counter
 }
 
 type sourcePartition struct {
@@ -124,6 +129,8 @@ func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, er
 
 		pendingIDs:  map[string]struct{}{},
 		mDuplicates: r.metrics.sourceDuplicates.WithLabelValues(ss.Name),
+		limiter:     r.ingestLimiter(ss.Tenant),
+		mThrottled:  r.metrics.sourceThrottled.WithLabelValues(ss.Name),
 	}
 	src.cond = sync.NewCond(&src.mu)
 	for i := range src.parts {
@@ -260,6 +267,15 @@ func (src *sourceStream) append(work context.Context, rec connect.Record) error 
 	r := src.rt
 	if rec.Partition < 0 || rec.Partition >= len(src.parts) {
 		return fmt.Errorf("source %q: record %s: partition %d out of range [0,%d)", src.spec.Name, rec.Origin, rec.Partition, len(src.parts))
+	}
+	if src.limiter != nil {
+		// Waiting here holds the connector (an HTTP client waits for its
+		// answer), so a tenant over its rate is slowed, never refused.
+		started := time.Now()
+		if err := src.limiter.Wait(work); err != nil {
+			return work.Err()
+		}
+		src.mThrottled.Add(time.Since(started).Seconds())
 	}
 	st := r.opts.store
 	src.mu.Lock()

@@ -1,0 +1,181 @@
+package runtime
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// operatorGroup is the scheduling group of computations without a tenant.
+const operatorGroup = "operator"
+
+// scheduler shares the workers (WithWorkers slots: at most that many
+// partitions call a guest, apply and commit at once) between tenants by
+// weighted fair share. Each tenant is a group with a weight; what a group
+// is charged is the time its partitions hold a slot, divided by its
+// weight (its virtual time). When a slot frees, the waiting group with
+// the least virtual time gets it, FIFO within the group. So under
+// contention each group gets slot time in proportion to its weight, a
+// group whose batches run long (a tenant hogging CPU) waits longer for
+// each slot instead of starving the others, and a group alone gets every
+// slot. A group that was idle starts from the least virtual time of the
+// groups then active, so idling banks no credit. A group may also be
+// capped to a number of slots at once (quotas.concurrent_instances).
+//
+// Slot time is wall time while holding a slot, which is CPU time as long
+// as there are no more slots than cores (the default): a slot holder
+// computes, and the wait for a slow disk at commit is charged to the
+// group that committed.
+type scheduler struct {
+	mu     sync.Mutex
+	free   int
+	groups map[string]*group
+}
+
+// group is one tenant's share of the workers.
+type group struct {
+	name    string
+	weight  float64
+	limit   int // slots at once; 0: no cap
+	running int
+	vtime   float64 // slot seconds used / weight
+	queue   []*slotWaiter
+	// Metric series.
+	mUsed, mWaited prometheus.Counter
+	mRunning       prometheus.Gauge
+}
+
+type slotWaiter struct {
+	ready   chan struct{}
+	granted bool
+}
+
+func newScheduler(slots int) *scheduler {
+	return &scheduler{free: slots, groups: map[string]*group{}}
+}
+
+// group returns the group named name, creating it with weight and limit
+// on first use.
+func (s *scheduler) group(name string, weight, limit int, m *metrics) *group {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.groups[name]; ok {
+		return g
+	}
+	g := &group{name: name, weight: float64(max(weight, 1)), limit: limit}
+	if m != nil {
+		g.mUsed = m.tenantSlotSeconds.WithLabelValues(name)
+		g.mWaited = m.tenantWaitSeconds.WithLabelValues(name)
+		g.mRunning = m.tenantRunning.WithLabelValues(name)
+	}
+	s.groups[name] = g
+	return g
+}
+
+// acquire waits for a slot for g.
+func (s *scheduler) acquire(ctx context.Context, g *group) error {
+	s.mu.Lock()
+	if s.free > 0 && len(g.queue) == 0 && g.canRun() {
+		s.wakeGroup(g)
+		s.grant(g)
+		s.mu.Unlock()
+		return nil
+	}
+	s.wakeGroup(g)
+	w := &slotWaiter{ready: make(chan struct{})}
+	g.queue = append(g.queue, w)
+	s.mu.Unlock()
+	started := time.Now()
+	select {
+	case <-w.ready:
+		if g.mWaited != nil {
+			g.mWaited.Add(time.Since(started).Seconds())
+		}
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if w.granted {
+			s.releaseLocked(g, 0)
+		} else {
+			for i, q := range g.queue {
+				if q == w {
+					g.queue = append(g.queue[:i], g.queue[i+1:]...)
+					break
+				}
+			}
+		}
+		return ctx.Err()
+	}
+}
+
+// release gives back a slot g held for used.
+func (s *scheduler) release(g *group, used time.Duration) {
+	s.mu.Lock()
+	s.releaseLocked(g, used)
+	s.mu.Unlock()
+	if g.mUsed != nil {
+		g.mUsed.Add(used.Seconds())
+	}
+}
+
+func (s *scheduler) releaseLocked(g *group, used time.Duration) {
+	g.running--
+	g.vtime += used.Seconds() / g.weight
+	s.free++
+	if g.mRunning != nil {
+		g.mRunning.Set(float64(g.running))
+	}
+	s.dispatch()
+}
+
+// dispatch hands free slots to the waiting groups with the least virtual
+// time.
+func (s *scheduler) dispatch() {
+	for s.free > 0 {
+		var next *group
+		for _, g := range s.groups {
+			if len(g.queue) > 0 && g.canRun() && (next == nil || g.vtime < next.vtime || g.vtime == next.vtime && g.name < next.name) {
+				next = g
+			}
+		}
+		if next == nil {
+			return
+		}
+		w := next.queue[0]
+		next.queue = next.queue[1:]
+		s.grant(next)
+		w.granted = true
+		close(w.ready)
+	}
+}
+
+func (s *scheduler) grant(g *group) {
+	s.free--
+	g.running++
+	if g.mRunning != nil {
+		g.mRunning.Set(float64(g.running))
+	}
+}
+
+// wakeGroup lets a group that was idle start from the least virtual time
+// of the active groups: what it did not use while idle is not owed to it.
+func (s *scheduler) wakeGroup(g *group) {
+	if g.running > 0 || len(g.queue) > 0 {
+		return
+	}
+	least := math.Inf(1)
+	for _, o := range s.groups {
+		if o != g && (o.running > 0 || len(o.queue) > 0) {
+			least = min(least, o.vtime)
+		}
+	}
+	if !math.IsInf(least, 1) {
+		g.vtime = max(g.vtime, least)
+	}
+}
+
+func (g *group) canRun() bool { return g.limit == 0 || g.running < g.limit }
