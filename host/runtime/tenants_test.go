@@ -122,7 +122,7 @@ func TestIngestRateQuotaPacesTheTenantsSources(t *testing.T) {
 	sink := &captureSink{}
 	rt, err := runtime.New(mustSpec(t, fmt.Sprintf(tenantPipeline, ", ingest_rate: 200", ", tenant: acme")),
 		map[string]compute.Factory{"c": compute.Native(identity)},
-		runtime.WithSource("in", recs), runtime.WithSink("sink", sink))
+		runtime.WithSource("in", recs), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}))
 	require.NoError(t, err)
 	start := time.Now()
 	require.NoError(t, rt.Run(context.Background()))
@@ -207,7 +207,7 @@ func TestReloadSwitchesVersionsAtAnEpochBoundary(t *testing.T) {
 	}
 	rt, err := runtime.New(mustSpec(t, fmt.Sprintf(tenantPipeline, "", "")),
 		map[string]compute.Factory{"c": compute.Native(v1.process)},
-		runtime.WithSource("in", recs), runtime.WithSink("sink", sink))
+		runtime.WithSource("in", recs), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}))
 	require.NoError(t, err)
 	require.NoError(t, rt.Run(context.Background()))
 	require.ErrorContains(t, refused, `reload of computation "c" refused, the running version keeps running: instantiating v1.5: init failed`)
