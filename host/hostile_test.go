@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,6 +95,7 @@ const hostileSink = `
 type hostileRun struct {
 	err      error
 	wall     time.Duration // host.Run's wall time
+	loaded   time.Duration // from the start to "pipeline running": loading and compiling; 0 when never logged
 	sinkTime time.Duration // from the start to the good sink's last write
 	dir      string
 	logs     string // the run's log, text
@@ -117,6 +119,56 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// runningMessage is what host.Run logs once its computations are loaded
+// and compiled, just before it runs the pipeline.
+const runningMessage = "pipeline running"
+
+// loadClock is a slog.Handler that notes when runningMessage is logged.
+type loadClock struct {
+	slog.Handler
+	at *atomic.Int64 // time.Now().UnixNano() of the message; 0 before
+}
+
+func (h loadClock) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == runningMessage {
+		h.at.CompareAndSwap(0, time.Now().UnixNano())
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h loadClock) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return loadClock{h.Handler.WithAttrs(attrs), h.at}
+}
+
+func (h loadClock) WithGroup(name string) slog.Handler {
+	return loadClock{h.Handler.WithGroup(name), h.at}
+}
+
+// appendCustomSection returns a copy of the module wasm followed by a
+// custom section (id 0) called name holding size zero bytes: every engine
+// accepts and ignores it, so the module computes what wasm computes.
+func appendCustomSection(wasm []byte, name string, size int) []byte {
+	uleb := func(b []byte, v uint64) []byte {
+		for {
+			c := byte(v & 0x7f)
+			v >>= 7
+			if v == 0 {
+				return append(b, c)
+			}
+			b = append(b, c|0x80)
+		}
+	}
+	nameLen := uleb(nil, uint64(len(name)))
+	content := uint64(len(nameLen) + len(name) + size)
+	out := make([]byte, 0, len(wasm)+1+10+int(content))
+	out = append(out, wasm...)
+	out = append(out, 0)
+	out = uleb(out, content)
+	out = append(out, nameLen...)
+	out = append(out, name...)
+	return append(out, make([]byte, size)...)
+}
+
 // runHostilePipeline writes the input and the spec into a fresh directory
 // holding the plugins in pluginDir and runs it; hostilePlugin "" runs the
 // good computation alone.
@@ -131,16 +183,20 @@ func runHostilePipeline(t *testing.T, pluginDir, input, hostilePlugin string) ho
 	specPath := filepath.Join(dir, "pipeline.yaml")
 	require.NoError(t, os.WriteFile(specPath, fmt.Appendf(nil, hostilePipeline, comp, sink), 0o644))
 	logs := &lockedBuffer{}
+	var running atomic.Int64
 	start := time.Now()
 	err := host.Run(context.Background(), host.RunConfig{
 		SpecPath:   specPath,
 		PluginDirs: []string{pluginDir},
 		CacheDir:   filepath.Join(os.TempDir(), "flowhost-test-cache"),
-		Logger:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:     slog.New(loadClock{slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}), &running}),
 		DataDir:    t.TempDir(),
 		Progress:   io.Discard,
 	})
 	r := hostileRun{err: err, wall: time.Since(start), dir: dir}
+	if at := running.Load(); at != 0 {
+		r.loaded = time.Unix(0, at).Sub(start)
+	}
 	r.logs = logs.String()
 	if fi, statErr := os.Stat(filepath.Join(dir, "good.jsonl")); statErr == nil {
 		r.sinkTime = fi.ModTime().Sub(start)
@@ -151,7 +207,13 @@ func runHostilePipeline(t *testing.T, pluginDir, input, hostilePlugin string) ho
 // goodPayloads reads the good sink's payloads, sorted.
 func goodPayloads(t *testing.T, dir string) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "good.jsonl"))
+	return sinkPayloads(t, dir, "good.jsonl")
+}
+
+// sinkPayloads reads the payloads of the file sink writing file, sorted.
+func sinkPayloads(t *testing.T, dir, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, file))
 	require.NoError(t, err)
 	var got []string
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
@@ -240,6 +302,8 @@ func deadRecords(t *testing.T, dir string) []deadRecord {
 // naming it and the cause, and then runs the good one fine), every input
 // of the hostile computation is dead-lettered exactly once with its plugin
 // and the cause named, and every input reaches the good sink exactly once.
+// A plugin that is only unusual (a 100 MiB module) is no failure: its sink
+// gets every input exactly once too.
 // It logs the good computation's throughput beside the hostile one
 // relative to alone; it does not assert it.
 func TestHostilePluginsBesideAGoodOne(t *testing.T) {
@@ -254,6 +318,21 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 
 	identity := buildGuest(t, "./host/internal/testguests/identity")
 	truncated := slices.Clone(identity[:len(identity)/2])
+	// A shell script where the module should be.
+	script := []byte("#!/bin/sh\n# not a module\nexec cat\n")
+	// A 100 MiB module, built once for both engines: passthrough (which,
+	// unlike identity, emits on the stream it is declared with) padded
+	// with a custom section.
+	const padding = 100 << 20
+	var padded []byte
+	paddedModule := func(t *testing.T) []byte {
+		if padded == nil {
+			start := time.Now()
+			padded = appendCustomSection(buildGuest(t, "./host/internal/testguests/passthrough"), "flowhost-test-padding", padding)
+			t.Logf("100 MiB module: %d bytes, built in %v", len(padded), time.Since(start).Round(time.Millisecond))
+		}
+		return padded
+	}
 
 	type hostileCase struct {
 		name   string
@@ -270,6 +349,10 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 		// pathOnly: the load-time error names the plugin only through its
 		// module's path, not as plugin "name".
 		pathOnly bool
+		// works: the plugin is unusual but correct: nothing is
+		// dead-lettered and its sink (bad.jsonl) gets every input exactly
+		// once.
+		works bool
 	}
 	goGuest := func(pkg string) func(t *testing.T) []byte {
 		return func(t *testing.T) []byte { return buildGuest(t, pkg) }
@@ -280,6 +363,9 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 	cases := []hostileCase{
 		{name: "infinite-loop", wasm: goGuest("./host/engine/testdata/guests/loop"),
 			limits: "limits: {batch_timeout: 100ms}\n", cause: []string{"deadline exceeded"}},
+		// Both engines word it as wazero does (wasmtime's trap code is
+		// translated).
+		{name: "stack-overflow", wasm: wat("stackoverflow"), cause: []string{"guest trapped: stack overflow"}},
 		{name: "memory-bomb", wasm: wat("membomb"),
 			limits: "limits: {memory_pages: 64}\n", cause: []string{"guest trapped", "memory"}},
 		{name: "trap", wasm: goGuest("./host/engine/testdata/guests/trap"), cause: []string{"guest trapped", "unreachable"}},
@@ -300,6 +386,8 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 		{name: "missing-export", wasm: goGuest("./host/engine/testdata/guests/noexports"), loadErr: "flowhost_process"},
 		{name: "forbidden-import", wasm: goGuest("./host/engine/testdata/guests/sock"), loadErr: "sock_accept"},
 		{name: "truncated-module", wasm: func(*testing.T) []byte { return truncated }, loadErr: "truncated", pathOnly: true},
+		{name: "not-wasm", wasm: func(*testing.T) []byte { return script }, loadErr: "not a WebAssembly binary", pathOnly: true},
+		{name: "100MB-module", wasm: paddedModule, works: true},
 	}
 
 	for _, eng := range []string{"wazero", "wasmtime"} {
@@ -320,6 +408,9 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 			if i == 0 || r.wall < alone.wall {
 				alone.wall = r.wall
 			}
+			if i == 0 || r.loaded < alone.loaded {
+				alone.loaded = r.loaded
+			}
 		}
 
 		for _, c := range cases {
@@ -330,7 +421,19 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 				writeHostilePlugin(t, pluginDir, plugin, c.wasm(t), eng, c.limits)
 
 				r := runHostilePipeline(t, pluginDir, input.String(), plugin)
-				if c.loadErr != "" {
+				switch {
+				case r.loaded > 0:
+					t.Logf("loaded and compiled in %v (%v alone)", r.loaded.Round(time.Millisecond), alone.loaded.Round(time.Millisecond))
+				case r.err == nil:
+					t.Logf("load time unknown: host.Run logged no %q", runningMessage)
+				}
+				switch {
+				case c.works:
+					require.NoError(t, r.err, "the host runs the plugin")
+					requireExactlyOnce(t, want, goodPayloads(t, r.dir), "good sink")
+					requireExactlyOnce(t, want, sinkPayloads(t, r.dir, "bad.jsonl"), "the plugin's sink")
+					require.Empty(t, deadRecords(t, r.dir), "nothing is dead-lettered")
+				case c.loadErr != "":
 					require.Error(t, r.err, "the hostile plugin is refused at load time")
 					if c.pathOnly {
 						require.Contains(t, r.err.Error(), filepath.Join(plugin, plugin+".wasm"), "the error names the plugin's module")
@@ -344,7 +447,7 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 					require.NoError(t, r.err)
 					requireExactlyOnce(t, want, goodPayloads(t, r.dir), "good sink")
 					require.Empty(t, deadRecords(t, r.dir))
-				} else {
+				default:
 					require.NoError(t, r.err, "the host stays up")
 					requireExactlyOnce(t, want, goodPayloads(t, r.dir), "good sink")
 					out, err := os.ReadFile(filepath.Join(r.dir, "bad.jsonl"))

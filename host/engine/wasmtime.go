@@ -651,6 +651,9 @@ func (i *wasmtimeInstance) classify(ctx context.Context, op string, err error) *
 		ge.Detail = wasmtimeMessage(callErr.msg)
 		if msg, ok := trapMessages[callErr.code]; ok && callErr.hasCode {
 			ge.Detail = "wasm error: " + msg
+			if callErr.code == wasmtime.StackOverflow {
+				ge.Detail = msg // wazero reports its stack overflow without the prefix
+			}
 		}
 	case errors.As(err, &werr) && isExit(werr):
 		code, _ := werr.ExitStatus()
