@@ -71,6 +71,15 @@ type RunConfig struct {
 	// Replay reprocesses sources from positions (see runtime.Replay); it
 	// needs the store.
 	Replay map[string]runtime.Replay
+	// Reload watches the plugin directories while the run lasts and
+	// reloads a plugin whose manifest gets a new checksum, at an epoch
+	// boundary of each partition (no message lost, none processed by
+	// both versions); a bad new version is refused and the running one
+	// keeps running.
+	Reload bool
+	// OnReload, if set, is called after every reload attempt with the
+	// computation and nil (swapped) or why the new version was refused.
+	OnReload func(computation string, err error)
 }
 
 // Run runs the pipeline of cfg until its sources end or ctx is cancelled
@@ -144,6 +153,13 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		}
 		defer stop()
 	}
+	if cfg.Reload {
+		stop, err := loaded.watchPlugins(ctx, rt, cfg.OnReload)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	start := time.Now()
 	log.Info("pipeline running", "pipeline", pipe.Name, "spec", cfg.SpecPath, "computations", len(pipe.Computations))
 	err = rt.Run(ctx)
@@ -196,10 +212,14 @@ type Loaded struct {
 	Factories map[string]compute.Factory
 	// Origins maps each computation to the plugin it was loaded from, for
 	// reloads; refused ones have none.
-	Origins  map[string]*plugins.Plugin
-	cacheDir string
-	log      *slog.Logger
-	pipe     *spec.Pipeline
+	Origins map[string]*plugins.Plugin
+	// specParams are each computation's parameters as the spec gives
+	// them, before the manifest's defaults: a reload merges the new
+	// manifest's.
+	specParams map[string]map[string]any
+	cacheDir   string
+	log        *slog.Logger
+	pipe       *spec.Pipeline
 
 	mu      sync.Mutex
 	engines []engine.Engine
@@ -234,7 +254,8 @@ func (l *Loaded) keep(e engine.Engine) {
 // does not stop the others. Each error names the computation, the tenant,
 // the plugin and the file.
 func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins.Catalog, cacheDir string, log *slog.Logger) (*Loaded, error) {
-	l := &Loaded{Factories: map[string]compute.Factory{}, Origins: map[string]*plugins.Plugin{}, cacheDir: cacheDir, log: log, pipe: pipe}
+	l := &Loaded{Factories: map[string]compute.Factory{}, Origins: map[string]*plugins.Plugin{}, specParams: map[string]map[string]any{},
+		cacheDir: cacheDir, log: log, pipe: pipe}
 	catalogs := map[string]*plugins.Catalog{"": catalog}
 	catalogErrs := map[string]error{}
 	for i := range pipe.Tenants {
@@ -250,6 +271,7 @@ func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins
 	var errs []error
 	for i := range pipe.Computations {
 		c := &pipe.Computations[i]
+		l.specParams[c.Name] = c.Parameters
 		f, p, err := func() (compute.Factory, *plugins.Plugin, error) {
 			if err := catalogErrs[c.Tenant]; err != nil {
 				return nil, nil, err
@@ -259,7 +281,7 @@ func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins
 				return nil, nil, err
 			}
 			if !p.Manifest.Serves(plugins.Kind(c.Kind)) {
-				return nil, nil, fmt.Errorf("plugin %q (%s) serves %v, not %s", c.Plugin, p.ManifestPath(), p.Manifest.Kinds, c.Kind)
+				return nil, p, fmt.Errorf("plugin %q (%s) serves %v, not %s", c.Plugin, p.ManifestPath(), p.Manifest.Kinds, c.Kind)
 			}
 			c.Parameters = p.Manifest.MergeParameters(c.Parameters)
 			key := c.Tenant + "/" + p.Manifest.Name
@@ -268,7 +290,7 @@ func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins
 			}
 			f, err := l.compile(ctx, p, pipe.Tenant(c.Tenant))
 			if err != nil {
-				return nil, nil, err
+				return nil, p, err
 			}
 			compiled[key] = f
 			return f, p, nil
@@ -280,8 +302,11 @@ func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins
 			errs = append(errs, fmt.Errorf("computation %q: %w", c.Name, err))
 		default:
 			err = fmt.Errorf("computation %q (tenant %q): %w", c.Name, c.Tenant, err)
-			log.Error("plugin refused: the computation's inputs go to its dead-letter route; the other computations run", "computation", c.Name, "tenant", c.Tenant, "err", err)
+			log.Error("plugin refused: the computation's inputs go to its dead-letter route, until a good version is reloaded; the other computations run", "computation", c.Name, "tenant", c.Tenant, "err", err)
 			l.Factories[c.Name] = &compute.Refused{Err: err}
+			if p != nil {
+				l.Origins[c.Name] = p // a fixed version there is reloaded
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

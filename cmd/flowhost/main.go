@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host"
+	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/host/store"
 )
@@ -45,6 +46,7 @@ func newRun() *cobra.Command {
 	var cfg host.RunConfig
 	var verbose bool
 	var from []string
+	var workers int
 	cmd := &cobra.Command{
 		Use:   "run -f PIPELINE.yaml --plugins DIR...",
 		Short: "Run a pipeline until its sources end or until interrupted",
@@ -91,6 +93,9 @@ nothing.`,
 					return err
 				}
 			}
+			if workers > 0 {
+				cfg.Options = append(cfg.Options, runtime.WithWorkers(workers))
+			}
 			err := host.Run(ctx, cfg)
 			if errors.Is(err, context.Canceled) {
 				return nil
@@ -107,6 +112,8 @@ nothing.`,
 	f.StringVar(&cfg.DataDir, "data-dir", "", "data directory of the exactly-once store (default ~/.local/state/flowhost/PIPELINE-NAME)")
 	f.BoolVar(&cfg.InMemory, "in-memory", false, "keep nothing on disk: no exactly-once, a restart processes everything again")
 	f.StringArrayVar(&from, "from", nil, "reprocess a source from a position: SOURCE=OFFSET, SOURCE=RFC3339-TIME, or a position for every source (repeatable)")
+	f.BoolVar(&cfg.Reload, "reload", true, "reload a plugin whose manifest gets a new checksum while the pipeline runs (--reload=false: never)")
+	f.IntVar(&workers, "workers", 0, "batches running at once, shared between tenants by weight (default: the number of cores)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")

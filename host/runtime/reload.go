@@ -99,3 +99,12 @@ func (c *computation) init(index int) *abi.Init {
 		OutputStreams: c.spec.OutputStreams,
 	}
 }
+
+// RefuseReload records that a new version of computation name was refused
+// before it reached Reload (it could not be read, verified or compiled):
+// it is logged with err and counted as refused; the running version keeps
+// running.
+func (r *Runtime) RefuseReload(name string, err error) {
+	r.metrics.reloads.WithLabelValues(name, "refused").Inc()
+	r.log.Error("reload refused: the running version keeps running", "computation", name, "err", err)
+}
