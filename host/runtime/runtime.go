@@ -81,8 +81,8 @@ type Runtime struct {
 	sinks   []*sinkRunner
 	dead    *deadLetters
 
-	gate  *sourceGate // keeps the source streams in step
-	sched *scheduler  // shares the workers between tenants
+	gates []*sourceGate // keep the source streams in step, per part of the graph
+	sched *scheduler    // shares the workers between tenants
 	// ingest paces each tenant's sources to its quotas.ingest_rate.
 	ingest  map[string]*rate.Limiter
 	failed  chan error // first fatal error stops the run
@@ -241,9 +241,8 @@ func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option)
 		}
 		r.sources = append(r.sources, src)
 	}
-	r.gate = newSourceGate(len(r.sources))
-	for i, src := range r.sources {
-		src.gateIdx = i
+	r.gates = r.newSourceGates()
+	for _, src := range r.sources {
 		for _, c := range src.stream.readers {
 			src.gateBias = src.gateBias || c.spec.InputOrdering.TimeType != spec.TimeAlignment
 		}
@@ -363,7 +362,9 @@ func (r *Runtime) unblockAll() {
 	for _, src := range r.sources {
 		src.wake()
 	}
-	r.gate.wake()
+	for _, g := range r.gates {
+		g.wake()
+	}
 	for _, sk := range r.sinks {
 		sk.wake()
 	}
@@ -499,4 +500,61 @@ func (r *Runtime) ingestLimiter(tenant string) *rate.Limiter {
 	l := rate.NewLimiter(rate.Limit(t.Quotas.IngestRate), max(1, int(t.Quotas.IngestRate)))
 	r.ingest[tenant] = l
 	return l
+}
+
+// newSourceGates gives each set of source streams that meet, directly or
+// through other computations, at some computation a gate of its own and
+// sets each source's gate and place in it. Sources that never meet (two
+// tenants' pipelines, say) are not kept in step: ordering them against
+// each other buys nothing, and one tenant's idle or slow source must not
+// hold back another's.
+func (r *Runtime) newSourceGates() []*sourceGate {
+	parent := make([]int, len(r.sources))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		if parent[i] != i {
+			parent[i] = find(parent[i])
+		}
+		return parent[i]
+	}
+	bySourceStream := map[string]int{}
+	for i, src := range r.sources {
+		bySourceStream[src.stream.name] = i
+	}
+	feeding := map[string][]int{} // computation -> the sources upstream of it
+	for _, cs := range r.pipe.TopologicalOrder() {
+		var srcs []int
+		for _, in := range cs.InputStreams {
+			if i, ok := bySourceStream[in]; ok {
+				srcs = append(srcs, i)
+			} else if w, ok := r.pipe.Writer(in); ok && w.Kind == spec.ComputationNode {
+				srcs = append(srcs, feeding[w.Name]...)
+			}
+		}
+		for _, i := range srcs[min(1, len(srcs)):] {
+			parent[find(i)] = find(srcs[0])
+		}
+		feeding[cs.Name] = srcs
+	}
+	byRoot := map[int][]*sourceStream{}
+	var roots []int
+	for i, src := range r.sources {
+		root := find(i)
+		if _, ok := byRoot[root]; !ok {
+			roots = append(roots, root)
+		}
+		byRoot[root] = append(byRoot[root], src)
+	}
+	gates := make([]*sourceGate, 0, len(roots))
+	for _, root := range roots {
+		g := newSourceGate(len(byRoot[root]))
+		for j, src := range byRoot[root] {
+			src.gate, src.gateIdx = g, j
+		}
+		gates = append(gates, g)
+	}
+	return gates
 }

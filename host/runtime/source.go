@@ -47,6 +47,7 @@ type sourceStream struct {
 	// whether the gate orders it by stabilized priority (false when every
 	// reader merges on raw alignment).
 	bias     ordering.Bias
+	gate     *sourceGate
 	gateIdx  int
 	gateBias bool
 	mRecords prometheus.Counter
@@ -453,7 +454,7 @@ func (src *sourceStream) read(work context.Context) error {
 			continue
 		}
 		for !ok && !src.ingestEnd && work.Err() == nil {
-			r.gate.empty(src.gateIdx)
+			src.gate.empty(src.gateIdx)
 			src.cond.Wait()
 			part, ok = src.pm.Next()
 		}
@@ -472,7 +473,7 @@ func (src *sourceStream) read(work context.Context) error {
 					return fmt.Errorf("source %q: committing its watermarks: %w", src.spec.Name, err)
 				}
 			}
-			r.gate.end(src.gateIdx)
+			src.gate.end(src.gateIdx)
 			src.stream.finish(end)
 			return nil
 		}
@@ -495,12 +496,12 @@ func (src *sourceStream) read(work context.Context) error {
 		src.cond.Broadcast()
 		src.mu.Unlock()
 
-		if len(group) > 0 && !r.gate.open(src.gateIdx, prio) {
+		if len(group) > 0 && !src.gate.open(src.gateIdx, prio) {
 			if err := flush(); err != nil { // don't hold routed records while waiting
 				return err
 			}
 		}
-		if err := r.gate.pass(work, src.gateIdx, prio); err != nil {
+		if err := src.gate.pass(work, src.gateIdx, prio); err != nil {
 			return err
 		}
 		lo := len(ds)
