@@ -39,9 +39,9 @@ type computation struct {
 func newComputation(r *Runtime, cs *spec.Computation, f compute.Factory) (*computation, error) {
 	c := &computation{rt: r, spec: cs, kind: abi.Kind(cs.Kind), tenant: r.pipe.Tenant(cs.Tenant)}
 	if t := c.tenant; t != nil {
-		c.group = r.sched.group(t.Name, t.Weight, t.Quotas.ConcurrentInstances, r.metrics)
+		c.group = r.sched.group(t.Name, t.Weight, t.Quotas.ConcurrentInstances, t.Quotas.CPULimit, r.metrics)
 	} else {
-		c.group = r.sched.group(operatorGroup, 1, 0, r.metrics)
+		c.group = r.sched.group(operatorGroup, 1, 0, 0, r.metrics)
 	}
 	c.version.Store(&version{factory: f})
 	if len(cs.GroupBy) > 0 {

@@ -33,6 +33,10 @@ type scheduler struct {
 	mu     sync.Mutex
 	free   int
 	groups map[string]*group
+	// refill wakes the dispatcher when a group waiting for CPU credit
+	// has some again.
+	refill *time.Timer
+	now    func() time.Time
 }
 
 // group is one tenant's share of the workers.
@@ -43,6 +47,15 @@ type group struct {
 	running int
 	vtime   float64 // slot seconds used / weight
 	queue   []*slotWaiter
+	// cpuLimit caps the group's slot time per second of wall time (in
+	// cores, quotas.cpu_limit; 0: no cap), with a bucket of credit in
+	// slot seconds refilled at that rate and holding one second's worth.
+	// A group out of credit waits, even with slots free: the cap is
+	// what keeps a tenant whose guests burn CPU from slowing the others
+	// on a machine with few cores, which sharing the slots alone cannot.
+	cpuLimit   float64
+	credit     float64
+	refilledAt time.Time
 	// Metric series.
 	mUsed, mWaited prometheus.Counter
 	mRunning       prometheus.Gauge
@@ -54,18 +67,25 @@ type slotWaiter struct {
 }
 
 func newScheduler(slots int) *scheduler {
-	return &scheduler{free: slots, groups: map[string]*group{}}
+	s := &scheduler{free: slots, groups: map[string]*group{}, now: time.Now}
+	s.refill = time.AfterFunc(time.Hour, func() {
+		s.mu.Lock()
+		s.dispatch()
+		s.mu.Unlock()
+	})
+	s.refill.Stop()
+	return s
 }
 
-// group returns the group named name, creating it with weight and limit
-// on first use.
-func (s *scheduler) group(name string, weight, limit int, m *metrics) *group {
+// group returns the group named name, creating it with weight, limit and
+// cpuLimit on first use.
+func (s *scheduler) group(name string, weight, limit int, cpuLimit float64, m *metrics) *group {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if g, ok := s.groups[name]; ok {
 		return g
 	}
-	g := &group{name: name, weight: float64(max(weight, 1)), limit: limit}
+	g := &group{name: name, weight: float64(max(weight, 1)), limit: limit, cpuLimit: cpuLimit, credit: cpuLimit, refilledAt: s.now()}
 	if m != nil {
 		g.mUsed = m.tenantSlotSeconds.WithLabelValues(name)
 		g.mWaited = m.tenantWaitSeconds.WithLabelValues(name)
@@ -78,7 +98,7 @@ func (s *scheduler) group(name string, weight, limit int, m *metrics) *group {
 // acquire waits for a slot for g.
 func (s *scheduler) acquire(ctx context.Context, g *group) error {
 	s.mu.Lock()
-	if s.free > 0 && len(g.queue) == 0 && g.canRun() {
+	if s.free > 0 && len(g.queue) == 0 && g.canRun(s.now()) {
 		s.wakeGroup(g)
 		s.grant(g)
 		s.mu.Unlock()
@@ -125,6 +145,10 @@ func (s *scheduler) release(g *group, used time.Duration) {
 func (s *scheduler) releaseLocked(g *group, used time.Duration) {
 	g.running--
 	g.vtime += used.Seconds() / g.weight
+	if g.cpuLimit > 0 {
+		g.refillAt(s.now())
+		g.credit -= used.Seconds()
+	}
 	s.free++
 	if g.mRunning != nil {
 		g.mRunning.Set(float64(g.running))
@@ -133,23 +157,40 @@ func (s *scheduler) releaseLocked(g *group, used time.Duration) {
 }
 
 // dispatch hands free slots to the waiting groups with the least virtual
-// time.
+// time; a group out of CPU credit is passed over, and the refill timer
+// is set for when the first such group has credit again.
 func (s *scheduler) dispatch() {
+	now := s.now()
 	for s.free > 0 {
 		var next *group
 		for _, g := range s.groups {
-			if len(g.queue) > 0 && g.canRun() && (next == nil || g.vtime < next.vtime || g.vtime == next.vtime && g.name < next.name) {
+			if len(g.queue) > 0 && g.canRun(now) && (next == nil || g.vtime < next.vtime || g.vtime == next.vtime && g.name < next.name) {
 				next = g
 			}
 		}
 		if next == nil {
-			return
+			break
 		}
 		w := next.queue[0]
 		next.queue = next.queue[1:]
 		s.grant(next)
 		w.granted = true
 		close(w.ready)
+	}
+	if s.free == 0 {
+		return
+	}
+	var wait time.Duration
+	for _, g := range s.groups {
+		if len(g.queue) > 0 && g.cpuLimit > 0 && g.credit <= 0 && (g.limit == 0 || g.running < g.limit) {
+			d := time.Duration((-g.credit/g.cpuLimit)*float64(time.Second)) + time.Millisecond
+			if wait == 0 || d < wait {
+				wait = d
+			}
+		}
+	}
+	if wait > 0 {
+		s.refill.Reset(wait)
 	}
 }
 
@@ -178,4 +219,22 @@ func (s *scheduler) wakeGroup(g *group) {
 	}
 }
 
-func (g *group) canRun() bool { return g.limit == 0 || g.running < g.limit }
+func (g *group) canRun(now time.Time) bool {
+	if g.limit > 0 && g.running >= g.limit {
+		return false
+	}
+	if g.cpuLimit > 0 {
+		g.refillAt(now)
+		return g.credit > 0
+	}
+	return true
+}
+
+// refillAt adds the CPU credit earned since the last refill, up to one
+// second's worth.
+func (g *group) refillAt(now time.Time) {
+	if d := now.Sub(g.refilledAt); d > 0 {
+		g.credit = min(g.cpuLimit, g.credit+d.Seconds()*g.cpuLimit)
+		g.refilledAt = now
+	}
+}

@@ -17,7 +17,7 @@ func grantOrder(t *testing.T, weights, batchMs []int, n int) []int {
 	s := newScheduler(1)
 	groups := make([]*group, len(weights))
 	for i, w := range weights {
-		groups[i] = s.group(string(rune('a'+i)), w, 0, nil)
+		groups[i] = s.group(string(rune('a'+i)), w, 0, 0, nil)
 	}
 	ctx := context.Background()
 	// Group 0 takes the slot; then everyone queues one waiter, and each
@@ -92,8 +92,8 @@ func TestSchedulerSharesSlotTimeByWeight(t *testing.T) {
 
 func TestSchedulerCapsConcurrentSlotsPerGroup(t *testing.T) {
 	s := newScheduler(4)
-	capped := s.group("capped", 1, 2, nil)
-	other := s.group("other", 1, 0, nil)
+	capped := s.group("capped", 1, 2, 0, nil)
+	other := s.group("other", 1, 0, 0, nil)
 	ctx := context.Background()
 	require.NoError(t, s.acquire(ctx, capped))
 	require.NoError(t, s.acquire(ctx, capped))
@@ -119,7 +119,7 @@ func TestSchedulerCancelledWaiterGivesNothingAway(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		slots := rapid.IntRange(1, 3).Draw(rt, "slots")
 		s := newScheduler(slots)
-		g := s.group("g", 1, 0, nil)
+		g := s.group("g", 1, 0, 0, nil)
 		for range slots {
 			require.NoError(rt, s.acquire(context.Background(), g))
 		}
@@ -141,8 +141,8 @@ func TestSchedulerCancelledWaiterGivesNothingAway(t *testing.T) {
 
 func TestSchedulerIdleGroupBanksNoCredit(t *testing.T) {
 	s := newScheduler(1)
-	busy := s.group("busy", 1, 0, nil)
-	idle := s.group("idle", 1, 0, nil)
+	busy := s.group("busy", 1, 0, 0, nil)
+	idle := s.group("idle", 1, 0, 0, nil)
 	ctx := context.Background()
 	// busy runs alone for a long time.
 	for range 100 {
@@ -158,4 +158,38 @@ func TestSchedulerIdleGroupBanksNoCredit(t *testing.T) {
 	s.mu.Unlock()
 	s.release(busy, 10*time.Millisecond)
 	<-woke
+}
+
+func TestSchedulerCPULimitThrottlesAGroupEvenWithSlotsFree(t *testing.T) {
+	s := newScheduler(2)
+	clock := time.Unix(1000, 0)
+	s.now = func() time.Time { return clock }
+	hog := s.group("hog", 1, 0, 0.5, nil) // half a core
+	other := s.group("other", 1, 0, 0, nil)
+	ctx := context.Background()
+	require.NoError(t, s.acquire(ctx, hog))
+	s.release(hog, 2*time.Second) // a long batch: 1.5 s of credit owed
+	got := make(chan error, 1)
+	go func() { got <- s.acquire(ctx, hog) }()
+	require.Eventually(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(hog.queue) == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, s.acquire(ctx, other), "the other group runs meanwhile")
+	s.release(other, time.Second)
+	// Credit starts at 0.5 s (one second's worth), is -1.5 s after the
+	// batch and earns 0.5 s a second: positive after more than 3 s.
+	for _, advance := range []time.Duration{time.Second, 2 * time.Second, 100 * time.Millisecond} {
+		s.mu.Lock()
+		clock = clock.Add(advance)
+		s.dispatch() // what the refill timer does
+		waiting := len(hog.queue) == 1
+		s.mu.Unlock()
+		if advance != 100*time.Millisecond {
+			require.True(t, waiting, "still waiting after %v", clock.Sub(time.Unix(1000, 0)))
+		}
+	}
+	select {
+	case err := <-got:
+		require.NoError(t, err, "granted after 3.1 s")
+	case <-time.After(10 * time.Second):
+		t.Fatal("not granted after 3.1 s")
+	}
 }

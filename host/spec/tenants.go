@@ -116,6 +116,13 @@ type Quotas struct {
 	// still running is interrupted and the batch fails (and is retried
 	// on a fresh instance). Above 0; default 5s.
 	CPUPerBatch time.Duration `yaml:"cpu_per_batch"`
+	// CPULimit caps the tenant's batches' time on the workers per second
+	// of wall time, in cores (0.5: half a core), like a container's CPU
+	// limit: a tenant over it waits for its next batch even when workers
+	// are free, so that its guests burning CPU cannot slow the others
+	// down on a machine with few cores. Credit for one second's worth
+	// accrues while it is idle. 0 means no cap; default 0.
+	CPULimit float64 `yaml:"cpu_limit"`
 	// ConcurrentInstances caps how many of the tenant's instances run a
 	// batch at the same time, whatever its computations' partitions. 0
 	// means no cap beyond the workers; default 0.
@@ -218,6 +225,9 @@ func (v *validator) tenants() {
 		}
 		if q.CPUPerBatch <= 0 {
 			v.errorf(fieldPath(qp, "cpu_per_batch"), "expected a duration above 0; got %v", q.CPUPerBatch)
+		}
+		if q.CPULimit < 0 {
+			v.errorf(fieldPath(qp, "cpu_limit"), "expected cores, at least 0; got %v", q.CPULimit)
 		}
 		v.atLeast(fieldPath(qp, "concurrent_instances"), int64(q.ConcurrentInstances), 0)
 		v.atLeast(fieldPath(qp, "max_output_bytes"), q.MaxOutputBytes, 1)
