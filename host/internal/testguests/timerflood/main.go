@@ -1,5 +1,5 @@
 // Command timerflood is a hostile guest for per-tenant timer quotas: a
-// transform that, for every message it is given, sets 1000 timers for the
+// transform that, for every message it is given, sets 100 timers for the
 // message's key and emits the message unchanged on its first declared
 // output stream.
 //
@@ -8,7 +8,7 @@
 // timers of one key with the same trigger are one timer), and lie in the
 // far future, past 2116 (1<<62 ns since the Unix epoch), so that no
 // watermark of a test reaches them: they never fire, and a key's pending
-// timers grow by 1000 with every message. The triggers of a message are
+// timers grow by 100 with every message. The triggers of a message are
 // derived from its message_id, so a replay sets the same timers. Init
 // fails when the computation declares no output stream.
 package main
@@ -22,7 +22,7 @@ import (
 
 const (
 	// perMessage is how many timers every message sets.
-	perMessage = 1000
+	perMessage = 100
 	// farFuture is the earliest trigger: 1<<62 ns after the Unix epoch,
 	// in 2116.
 	farFuture = int64(1) << 62
