@@ -8,6 +8,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -147,7 +148,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		return err
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(cfg.MetricsAddr, reg, log, cfg.OnMetricsListen)
+		stop, err := serveMetrics(cfg.MetricsAddr, reg, rt.Status, log, cfg.OnMetricsListen)
 		if err != nil {
 			return err
 		}
@@ -462,14 +463,21 @@ func compilationCacheDir(dir string) (string, error) {
 	return dir, nil
 }
 
-// serveMetrics serves /metrics on addr until stop is called.
-func serveMetrics(addr string, g prometheus.Gatherer, log *slog.Logger, onListen func(string)) (stop func(), err error) {
+// serveMetrics serves /metrics, and /status (the runtime's Status as
+// JSON), on addr until stop is called.
+func serveMetrics(addr string, g prometheus.Gatherer, status func() runtime.Status, log *slog.Logger, onListen func(string)) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(status())
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

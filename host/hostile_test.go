@@ -114,7 +114,7 @@ const hostileComputation = `
     input_streams: [bad-in]
     output_streams: [bad-out]
     batch: {max_rows: 10}
-    on_failure: {retries: 1, backoff: 1ms, max_backoff: 1ms}
+    on_failure: {retries: 0, quarantine_after: 1}
 `
 
 const hostileSource = `  - {name: bad-in, type: file, stream: bad-in, tenant: bad, file: {path: bad-in.jsonl}}`

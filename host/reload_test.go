@@ -71,20 +71,23 @@ func TestHotReloadSwapsAtAnEpochBoundary(t *testing.T) {
 			src, err := connect.NewHTTPSource(connect.HTTPSourceConfig{Addr: "127.0.0.1:0", Path: "/in", Stream: "in", Partitions: 1})
 			require.NoError(t, err)
 			reloads := make(chan error, 4)
+			metricsAddr := make(chan string, 1)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
 			go func() {
 				done <- host.Run(ctx, host.RunConfig{
-					SpecPath:   specPath,
-					PluginDirs: []string{filepath.Join(dir, "plugins")},
-					CacheDir:   filepath.Join(os.TempDir(), "flowhost-test-cache"),
-					Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-					DataDir:    t.TempDir(),
-					Progress:   io.Discard,
-					Options:    []runtime.Option{runtime.WithSource("in", src)},
-					Reload:     true,
-					OnReload:   func(_ string, err error) { reloads <- err },
+					SpecPath:        specPath,
+					PluginDirs:      []string{filepath.Join(dir, "plugins")},
+					CacheDir:        filepath.Join(os.TempDir(), "flowhost-test-cache"),
+					Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+					DataDir:         t.TempDir(),
+					Progress:        io.Discard,
+					Options:         []runtime.Option{runtime.WithSource("in", src)},
+					Reload:          true,
+					OnReload:        func(_ string, err error) { reloads <- err },
+					MetricsAddr:     "127.0.0.1:0",
+					OnMetricsListen: func(addr string) { metricsAddr <- addr },
 				})
 			}()
 			url := "http://" + src.Addr().String() + "/in"
@@ -124,6 +127,15 @@ func TestHotReloadSwapsAtAnEpochBoundary(t *testing.T) {
 			waitFor(40)
 			writePluginVersion(t, pluginDir, "v2", nil, eng)
 			require.NoError(t, waitReload(), "the good version is swapped in")
+			statusURL := "http://" + <-metricsAddr + "/status"
+			resp, err := http.Get(statusURL)
+			require.NoError(t, err)
+			var status runtime.Status
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&status))
+			resp.Body.Close()
+			require.Len(t, status.Computations, 1)
+			require.Equal(t, uint64(1), status.Computations[0].Generation, "/status shows the reload")
+			require.Contains(t, status.Computations[0].Version, "tagger 1.0.2 (sha256 ")
 			post(40)
 			waitFor(80)
 			identity := buildGuest(t, "./host/internal/testguests/identity")

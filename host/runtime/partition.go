@@ -30,7 +30,9 @@ type computation struct {
 	parts   []*partition
 	tenant  *spec.Tenant // nil: the operator's
 	group   *group       // its share of the workers
-	done    atomic.Int32 // partitions finished
+	// quarantined mirrors the partitions' quarantines for Status.
+	quarantined quarantines
+	done        atomic.Int32 // partitions finished
 	// Metric series, resolved once: per input and output stream name.
 	mIn, mOut              map[string]prometheus.Counter
 	mBatchRows, mBatchTime prometheus.Observer
@@ -271,6 +273,7 @@ func (p *partition) start(ctx context.Context) error {
 	if v := c.version.Load(); isRefused(v.factory) {
 		p.version = v
 		p.failures.quarantine = v.factory.(*compute.Refused).Err
+		c.quarantined.set(p.index, p.failures.quarantine)
 		r.metrics.quarantined.WithLabelValues(c.spec.Name).Set(1)
 		return nil
 	}

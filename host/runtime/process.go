@@ -24,7 +24,7 @@ import (
 // (apply), so the epoch commits once, whatever the attempts.
 //
 // The worker pool: at most WithWorkers partitions call, apply and commit
-// at once, so many partitions share the cores instead of oversubscribing
+// at once (a quarantined partition, which calls nothing, takes no worker), so many partitions share the cores instead of oversubscribing
 // them. A partition gives its token back while it waits to retry, and
 // before it hands its outputs over: a partition blocked on a full
 // downstream buffer must not hold a token, or the downstream partition
@@ -33,11 +33,16 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 	c := p.comp
 	r := c.rt
 	started := time.Now()
-	if err := p.takeToken(ctx); err != nil {
-		return err
+	p.adoptVersion(ctx)
+	// A quarantined partition calls no guest: it dead-letters and commits
+	// without a worker, so that its tenant's CPU quota, spent by the
+	// failures that quarantined it, does not hold its dead letters back.
+	if p.failures.quarantine == nil {
+		if err := p.takeToken(ctx); err != nil {
+			return err
+		}
 	}
 	defer p.giveToken()
-	p.adoptVersion(ctx)
 	p.epoch++
 	if r.trace != nil {
 		p.traceBatch(b)

@@ -77,6 +77,7 @@ func (p *partition) adoptVersion(ctx context.Context) {
 	p.proc, p.version = next, v
 	if p.failures.quarantine != nil {
 		p.failures = partitionFailures{}
+		c.quarantined.set(p.index, nil)
 		c.rt.metrics.quarantined.WithLabelValues(c.spec.Name).Set(0)
 		c.rt.log.Info("quarantine lifted by a reload", "computation", c.spec.Name, "partition", p.index)
 	}

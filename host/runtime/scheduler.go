@@ -49,7 +49,8 @@ type group struct {
 	queue   []*slotWaiter
 	// cpuLimit caps the group's slot time per second of wall time (in
 	// cores, quotas.cpu_limit; 0: no cap), with a bucket of credit in
-	// slot seconds refilled at that rate and holding one second's worth.
+	// slot seconds refilled at that rate and holding one cpuPeriod's
+	// worth.
 	// A group out of credit waits, even with slots free: the cap is
 	// what keeps a tenant whose guests burn CPU from slowing the others
 	// on a machine with few cores, which sharing the slots alone cannot.
@@ -85,7 +86,8 @@ func (s *scheduler) group(name string, weight, limit int, cpuLimit float64, m *m
 	if g, ok := s.groups[name]; ok {
 		return g
 	}
-	g := &group{name: name, weight: float64(max(weight, 1)), limit: limit, cpuLimit: cpuLimit, credit: cpuLimit, refilledAt: s.now()}
+	g := &group{name: name, weight: float64(max(weight, 1)), limit: limit, cpuLimit: cpuLimit, refilledAt: s.now()}
+	g.credit = g.creditCap()
 	if m != nil {
 		g.mUsed = m.tenantSlotSeconds.WithLabelValues(name)
 		g.mWaited = m.tenantWaitSeconds.WithLabelValues(name)
@@ -107,6 +109,7 @@ func (s *scheduler) acquire(ctx context.Context, g *group) error {
 	s.wakeGroup(g)
 	w := &slotWaiter{ready: make(chan struct{})}
 	g.queue = append(g.queue, w)
+	s.dispatch() // with slots free, g waits for CPU credit: set the refill timer
 	s.mu.Unlock()
 	started := time.Now()
 	select {
@@ -230,11 +233,19 @@ func (g *group) canRun(now time.Time) bool {
 	return true
 }
 
+// cpuPeriod is the window over which quotas.cpu_limit holds: a group may
+// run ahead of its limit by at most one period's worth. It is the period
+// of Linux's CPU bandwidth control (cfs_period_us), so a tenant's limit
+// behaves like its container's would.
+const cpuPeriod = 100 * time.Millisecond
+
+func (g *group) creditCap() float64 { return g.cpuLimit * cpuPeriod.Seconds() }
+
 // refillAt adds the CPU credit earned since the last refill, up to one
-// second's worth.
+// period's worth.
 func (g *group) refillAt(now time.Time) {
 	if d := now.Sub(g.refilledAt); d > 0 {
-		g.credit = min(g.cpuLimit, g.credit+d.Seconds()*g.cpuLimit)
+		g.credit = min(g.creditCap(), g.credit+d.Seconds()*g.cpuLimit)
 		g.refilledAt = now
 	}
 }

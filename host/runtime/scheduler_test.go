@@ -168,15 +168,16 @@ func TestSchedulerCPULimitThrottlesAGroupEvenWithSlotsFree(t *testing.T) {
 	other := s.group("other", 1, 0, 0, nil)
 	ctx := context.Background()
 	require.NoError(t, s.acquire(ctx, hog))
-	s.release(hog, 2*time.Second) // a long batch: 1.5 s of credit owed
+	s.release(hog, 2*time.Second) // a long batch: 1.95 s of credit owed
 	got := make(chan error, 1)
 	go func() { got <- s.acquire(ctx, hog) }()
 	require.Eventually(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(hog.queue) == 1 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, s.acquire(ctx, other), "the other group runs meanwhile")
 	s.release(other, time.Second)
-	// Credit starts at 0.5 s (one second's worth), is -1.5 s after the
-	// batch and earns 0.5 s a second: positive after more than 3 s.
-	for _, advance := range []time.Duration{time.Second, 2 * time.Second, 100 * time.Millisecond} {
+	// Credit starts at 0.05 s (one 100 ms period's worth), is -1.95 s
+	// after the batch and earns 0.5 s a second: positive after more than
+	// 3.9 s.
+	for _, advance := range []time.Duration{time.Second, 2900 * time.Millisecond, 100 * time.Millisecond} {
 		s.mu.Lock()
 		clock = clock.Add(advance)
 		s.dispatch() // what the refill timer does
@@ -188,8 +189,26 @@ func TestSchedulerCPULimitThrottlesAGroupEvenWithSlotsFree(t *testing.T) {
 	}
 	select {
 	case err := <-got:
-		require.NoError(t, err, "granted after 3.1 s")
+		require.NoError(t, err, "granted after 4 s")
 	case <-time.After(10 * time.Second):
-		t.Fatal("not granted after 3.1 s")
+		t.Fatal("not granted after 4 s")
+	}
+}
+
+// TestSchedulerWakesAGroupWaitingForCreditAlone: with every slot free and
+// nobody else to release one, a group out of CPU credit is still granted
+// its slot once the refill timer fires.
+func TestSchedulerWakesAGroupWaitingForCreditAlone(t *testing.T) {
+	s := newScheduler(2)
+	g := s.group("g", 1, 0, 100, nil) // 100 cores: credit comes back within ms
+	require.NoError(t, s.acquire(context.Background(), g))
+	s.release(g, 1200*time.Millisecond) // owes 0.2 s of credit: 2 ms at 100/s
+	done := make(chan error, 1)
+	go func() { done <- s.acquire(context.Background(), g) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a group waiting for credit alone was never woken")
 	}
 }

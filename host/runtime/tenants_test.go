@@ -230,3 +230,58 @@ func TestReloadSwitchesVersionsAtAnEpochBoundary(t *testing.T) {
 		require.Equal(t, n, v, result)
 	}
 }
+
+// reloadOnFirstWrite is a dead-letter writer that reloads computation c
+// with f when the first dead letter is written.
+type reloadOnFirstWrite struct {
+	bytes.Buffer
+	once   bool
+	reload func()
+}
+
+func (w *reloadOnFirstWrite) Write(p []byte) (int, error) {
+	if !w.once {
+		w.once = true
+		w.reload()
+	}
+	return w.Buffer.Write(p)
+}
+
+// TestReloadLiftsTheQuarantineOfARefusedPlugin starts with a refused
+// plugin: its first input is dead-lettered and Status shows the partition
+// quarantined with the reason; a reload of a good version then lifts the
+// quarantine, and every later input is processed.
+func TestReloadLiftsTheQuarantineOfARefusedPlugin(t *testing.T) {
+	var recs sliceSource
+	for i := range 6 {
+		recs = append(recs, record(0, int64(i+1), int64(i+1), fmt.Sprintf(`{"user":"u","n":%d}`, i)))
+	}
+	refusal := errors.New(`computation "c" (tenant "acme"): plugin "p": not a WebAssembly binary`)
+	sink := &captureSink{}
+	var rt *runtime.Runtime
+	var during runtime.Status
+	dead := &reloadOnFirstWrite{}
+	dead.reload = func() {
+		during = rt.Status()
+		require.NoError(t, rt.Reload(context.Background(), "c", compute.Native(identity), "p 1.0.1"))
+	}
+	rt, err := runtime.New(mustSpec(t, fmt.Sprintf(tenantPipeline, "", "")),
+		map[string]compute.Factory{"c": &compute.Refused{Err: refusal}},
+		runtime.WithSource("in", recs), runtime.WithSink("sink", sink), runtime.WithDeadLetter(dead))
+	require.NoError(t, err)
+	require.NoError(t, rt.Run(context.Background()))
+
+	require.Len(t, during.Computations, 1)
+	cs := during.Computations[0]
+	require.Equal(t, "acme", cs.Tenant)
+	require.Equal(t, []runtime.QuarantinedPartition{{Partition: 0, Reason: refusal.Error()}}, cs.Quarantined)
+	lines := deadLetterLines(t, &dead.Buffer)
+	require.Len(t, lines, 1, "only the input before the reload")
+	require.Len(t, sink.records, 5, "every input after it")
+	after := rt.Status().Computations[0]
+	require.Empty(t, after.Quarantined)
+	require.Equal(t, "p 1.0.1", after.Version)
+	require.Equal(t, uint64(1), after.Generation)
+	v, _ := seriesValue(t, rt, "flowhost_computation_quarantined", map[string]string{"computation": "c"})
+	require.Equal(t, 0.0, v)
+}
