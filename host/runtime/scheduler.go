@@ -36,7 +36,10 @@ type scheduler struct {
 	// refill wakes the dispatcher when a group waiting for CPU credit
 	// has some again.
 	refill *time.Timer
-	now    func() time.Time
+	// anticipation wakes the dispatcher when a slot held for a group
+	// about to ask again has waited long enough.
+	anticipation *time.Timer
+	now          func() time.Time
 }
 
 // group is one tenant's share of the workers.
@@ -57,6 +60,10 @@ type group struct {
 	cpuLimit   float64
 	credit     float64
 	refilledAt time.Time
+	// releasedAt is when the group last gave a slot back with none left:
+	// a group that gave one back a moment ago is about to ask again (its
+	// partition is cutting its next batch), not idle.
+	releasedAt time.Time
 	// Metric series.
 	mUsed, mWaited prometheus.Counter
 	mRunning       prometheus.Gauge
@@ -75,6 +82,12 @@ func newScheduler(slots int) *scheduler {
 		s.mu.Unlock()
 	})
 	s.refill.Stop()
+	s.anticipation = time.AfterFunc(time.Hour, func() {
+		s.mu.Lock()
+		s.dispatch()
+		s.mu.Unlock()
+	})
+	s.anticipation.Stop()
 	return s
 }
 
@@ -100,16 +113,14 @@ func (s *scheduler) group(name string, weight, limit int, cpuLimit float64, m *m
 // acquire waits for a slot for g.
 func (s *scheduler) acquire(ctx context.Context, g *group) error {
 	s.mu.Lock()
-	if s.free > 0 && len(g.queue) == 0 && g.canRun(s.now()) {
-		s.wakeGroup(g)
-		s.grant(g)
-		s.mu.Unlock()
-		return nil
-	}
 	s.wakeGroup(g)
 	w := &slotWaiter{ready: make(chan struct{})}
 	g.queue = append(g.queue, w)
-	s.dispatch() // with slots free, g waits for CPU credit: set the refill timer
+	s.dispatch()
+	if w.granted { // at once: no wait to count
+		s.mu.Unlock()
+		return nil
+	}
 	s.mu.Unlock()
 	started := time.Now()
 	select {
@@ -148,6 +159,9 @@ func (s *scheduler) release(g *group, used time.Duration) {
 func (s *scheduler) releaseLocked(g *group, used time.Duration) {
 	g.running--
 	g.vtime += used.Seconds() / g.weight
+	if g.running == 0 {
+		g.releasedAt = s.now()
+	}
 	if g.cpuLimit > 0 {
 		g.refillAt(s.now())
 		g.credit -= used.Seconds()
@@ -162,6 +176,16 @@ func (s *scheduler) releaseLocked(g *group, used time.Duration) {
 // dispatch hands free slots to the waiting groups with the least virtual
 // time; a group out of CPU credit is passed over, and the refill timer
 // is set for when the first such group has credit again.
+//
+// It anticipates: when a group that gave its last slot back less than
+// anticipationWindow ago has less virtual time than every waiting group,
+// the slot is held for it rather than handed to them. A partition gives
+// its slot back after every batch and asks again a moment later, once it
+// has cut the next one; without anticipation a tenant whose partitions
+// are always busy would still lose every slot to whichever tenant
+// happened to be queued in that moment, and shares would be by turns,
+// not by weight: a tenant with long batches would get its turn as often
+// as one with short batches, and most of the time.
 func (s *scheduler) dispatch() {
 	now := s.now()
 	for s.free > 0 {
@@ -173,6 +197,10 @@ func (s *scheduler) dispatch() {
 		}
 		if next == nil {
 			break
+		}
+		if left := s.anticipate(now, next); left > 0 {
+			s.anticipation.Reset(left)
+			return
 		}
 		w := next.queue[0]
 		next.queue = next.queue[1:]
@@ -205,10 +233,34 @@ func (s *scheduler) grant(g *group) {
 	}
 }
 
+// anticipationWindow is how long a slot is held for a group that gave
+// its last one back and is about to ask again: longer than a partition
+// takes to hand over its outputs and cut its next batch, short enough
+// that a group that does not come back costs little.
+const anticipationWindow = 2 * time.Millisecond
+
+// anticipate returns how long to hold a free slot for a group that gave
+// its last one back a moment ago and has less virtual time than next, the
+// best waiting group; 0: hand it to next.
+func (s *scheduler) anticipate(now time.Time, next *group) time.Duration {
+	var left time.Duration
+	for _, g := range s.groups {
+		if g == next || g.running > 0 || len(g.queue) > 0 || g.vtime >= next.vtime || !g.canRun(now) {
+			continue
+		}
+		if d := anticipationWindow - now.Sub(g.releasedAt); d > left {
+			left = d
+		}
+	}
+	return left
+}
+
 // wakeGroup lets a group that was idle start from the least virtual time
 // of the active groups: what it did not use while idle is not owed to it.
+// A group that gave its last slot back within anticipationWindow was not
+// idle: it was cutting its next batch.
 func (s *scheduler) wakeGroup(g *group) {
-	if g.running > 0 || len(g.queue) > 0 {
+	if g.running > 0 || len(g.queue) > 0 || s.now().Sub(g.releasedAt) < anticipationWindow {
 		return
 	}
 	least := math.Inf(1)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -284,4 +285,68 @@ func TestReloadLiftsTheQuarantineOfARefusedPlugin(t *testing.T) {
 	require.Equal(t, uint64(1), after.Generation)
 	v, _ := seriesValue(t, rt, "flowhost_computation_quarantined", map[string]string{"computation": "c"})
 	require.Equal(t, 0.0, v)
+}
+
+const fairSharePipeline = `
+name: fair
+tenants:
+  - {name: light, plugin_dirs: [unused], weight: 1}
+  - {name: heavy, plugin_dirs: [unused], weight: 3}
+sources:
+  - {name: a, type: file, stream: a, tenant: light, file: {path: unused}}
+  - {name: b, type: file, stream: b, tenant: heavy, file: {path: unused}}
+computations:
+  - {name: ca, plugin: p, tenant: light, input_streams: [a], batch: {max_rows: 1}}
+  - {name: cb, plugin: p, tenant: heavy, input_streams: [b], batch: {max_rows: 1}}
+`
+
+// TestWorkersAreSharedByTenantWeight runs two tenants of weights 1 and 3
+// on one worker, each with more work than the worker can do while the
+// other contends, every batch holding the worker alike (the guest works
+// for a millisecond). While both have work, the heavy tenant gets three
+// batches for every one of the light's.
+func TestWorkersAreSharedByTenantWeight(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	busy := func(name string) compute.Factory {
+		return compute.Native(func(ctx context.Context, req *abi.Request) (*abi.Response, error) {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			time.Sleep(time.Millisecond) // the guest at work, holding its worker
+			return &abi.Response{}, nil
+		})
+	}
+	src := func() sliceSource {
+		var s sliceSource
+		for i := range 800 {
+			s = append(s, record(0, int64(i+1), int64(i+1), `{}`))
+		}
+		return s
+	}
+	rt, err := runtime.New(mustSpec(t, fairSharePipeline),
+		map[string]compute.Factory{"ca": busy("light"), "cb": busy("heavy")},
+		runtime.WithSource("a", src()), runtime.WithSource("b", src()), runtime.WithWorkers(1),
+		runtime.WithDeadLetter(&bytes.Buffer{}))
+	require.NoError(t, err)
+	require.NoError(t, rt.Run(context.Background()))
+	require.Len(t, order, 1600)
+	// While both contend: until the heavy tenant's 800 are done (it
+	// finishes first), skipping the first batches while the second
+	// tenant's source warms up.
+	var light, heavy int
+	for _, name := range order[100:] {
+		if name == "light" {
+			light++
+		} else if heavy++; heavy == 600 {
+			break
+		}
+	}
+	share := float64(heavy) / float64(heavy+light)
+	require.InDelta(t, 0.75, share, 0.08, "heavy got %d batches, light %d", heavy, light)
+	for _, tenant := range []string{"light", "heavy"} {
+		v, ok := seriesValue(t, rt, "flowhost_tenant_worker_seconds_total", map[string]string{"tenant": tenant})
+		require.True(t, ok)
+		require.Greater(t, v, 0.5, "%s: 800 batches of a millisecond", tenant)
+	}
 }

@@ -24,6 +24,8 @@ func FuzzParse(f *testing.F) {
 		`{"name": "j", "sources": [{"name": "in", "type": "generator", "stream": "s", "generator": {"event_lag": 100}}]}`,
 		"name: p\nsources: [{name: in, type: file, stream: s, file: {path: x}, partitions: 0}]\n",
 		"a: &a [*a]\nname: *b\n",
+		"name: t\ntenants: [{name: a, plugin_dirs: [d], weight: 2, engine: wasmtime, quotas: {memory_pages: 64, cpu_per_batch: 1s, cpu_limit: 0.5, ingest_rate: 10, max_state_bytes_per_key: 1KiB}, forbid: [clock]}]\n" +
+			"streams: [{name: s, shared_with: [\"*\"]}]\nsources: [{name: in, type: generator, stream: s, tenant: a}]\ncomputations: [{name: c, plugin: p, tenant: a, input_streams: [s]}]\n",
 		"name: p\n---\nname: q\n",
 		preamble + "computations: [{name: c, plugin: p, input_streams: [s], parameters: {x: .nan, y: -.inf, z: \"0x10\", v: '1e3', m: 18446744073709551615, n: -9223372036854775808, dt: 2024-01-01}}]\n",
 		"name: p\nsources: [{name: in, type: generator, stream: s, generator: {rate: 1e300, seed: -9223372036854775808}}]\n",
