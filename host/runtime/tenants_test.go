@@ -300,53 +300,70 @@ computations:
   - {name: cb, plugin: p, tenant: heavy, input_streams: [b], batch: {max_rows: 1}}
 `
 
-// TestWorkersAreSharedByTenantWeight runs two tenants of weights 1 and 3
-// on one worker, each with more work than the worker can do while the
-// other contends, every batch holding the worker alike (the guest works
-// for a millisecond). While both have work, the heavy tenant gets three
-// batches for every one of the light's.
+// TestWorkersAreSharedByTenantWeight runs two tenants on one worker, each
+// with more work than the worker can do while the other contends, and
+// counts the worker time each gets while both have work: in proportion to
+// their weights, whatever their batches cost. A tenant whose batches take
+// ten times as long (one hogging the CPU) gets no more time for it: it
+// gets its turn a tenth as often.
 func TestWorkersAreSharedByTenantWeight(t *testing.T) {
-	var mu sync.Mutex
-	var order []string
-	busy := func(name string) compute.Factory {
-		return compute.Native(func(ctx context.Context, req *abi.Request) (*abi.Response, error) {
-			mu.Lock()
-			order = append(order, name)
-			mu.Unlock()
-			time.Sleep(time.Millisecond) // the guest at work, holding its worker
-			return &abi.Response{}, nil
+	cases := []struct {
+		name                 string
+		lightW, heavyW       int
+		lightCost, heavyCost time.Duration
+		heavyShare           float64 // of the worker time
+	}{
+		{"weights 1:3", 1, 3, time.Millisecond, time.Millisecond, 0.75},
+		{"hog with 10x batches", 1, 1, time.Millisecond, 10 * time.Millisecond, 0.5},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var order []string
+			busy := func(name string, cost time.Duration) compute.Factory {
+				return compute.Native(func(ctx context.Context, req *abi.Request) (*abi.Response, error) {
+					mu.Lock()
+					order = append(order, name)
+					mu.Unlock()
+					time.Sleep(cost) // the guest at work, holding its worker
+					return &abi.Response{}, nil
+				})
+			}
+			src := func(n int) sliceSource {
+				var s sliceSource
+				for i := range n {
+					s = append(s, record(0, int64(i+1), int64(i+1), `{}`))
+				}
+				return s
+			}
+			spec := strings.NewReplacer("weight: 1}", fmt.Sprintf("weight: %d}", c.lightW), "weight: 3}", fmt.Sprintf("weight: %d}", c.heavyW)).Replace(fairSharePipeline)
+			rt, err := runtime.New(mustSpec(t, spec),
+				map[string]compute.Factory{"ca": busy("light", c.lightCost), "cb": busy("heavy", c.heavyCost)},
+				runtime.WithSource("a", src(800)), runtime.WithSource("b", src(200)), runtime.WithWorkers(1),
+				runtime.WithDeadLetter(&bytes.Buffer{}))
+			require.NoError(t, err)
+			require.NoError(t, rt.Run(context.Background()))
+			require.Len(t, order, 1000)
+			// While both contend: skip the first batches, while the
+			// sources warm up, and stop when either tenant is done with
+			// three quarters of its input.
+			var light, heavy int
+			for _, name := range order[50:] {
+				if name == "light" {
+					light++
+				} else {
+					heavy++
+				}
+				if light == 600 || heavy == 150 {
+					break
+				}
+			}
+			lightTime, heavyTime := float64(light)*c.lightCost.Seconds(), float64(heavy)*c.heavyCost.Seconds()
+			share := heavyTime / (heavyTime + lightTime)
+			require.InDelta(t, c.heavyShare, share, 0.1, "heavy got %d batches, light %d", heavy, light)
+			v, ok := seriesValue(t, rt, "flowhost_tenant_worker_seconds_total", map[string]string{"tenant": "heavy"})
+			require.True(t, ok)
+			require.Greater(t, v, 200*c.heavyCost.Seconds(), "heavy: 200 batches")
 		})
-	}
-	src := func() sliceSource {
-		var s sliceSource
-		for i := range 800 {
-			s = append(s, record(0, int64(i+1), int64(i+1), `{}`))
-		}
-		return s
-	}
-	rt, err := runtime.New(mustSpec(t, fairSharePipeline),
-		map[string]compute.Factory{"ca": busy("light"), "cb": busy("heavy")},
-		runtime.WithSource("a", src()), runtime.WithSource("b", src()), runtime.WithWorkers(1),
-		runtime.WithDeadLetter(&bytes.Buffer{}))
-	require.NoError(t, err)
-	require.NoError(t, rt.Run(context.Background()))
-	require.Len(t, order, 1600)
-	// While both contend: until the heavy tenant's 800 are done (it
-	// finishes first), skipping the first batches while the second
-	// tenant's source warms up.
-	var light, heavy int
-	for _, name := range order[100:] {
-		if name == "light" {
-			light++
-		} else if heavy++; heavy == 600 {
-			break
-		}
-	}
-	share := float64(heavy) / float64(heavy+light)
-	require.InDelta(t, 0.75, share, 0.08, "heavy got %d batches, light %d", heavy, light)
-	for _, tenant := range []string{"light", "heavy"} {
-		v, ok := seriesValue(t, rt, "flowhost_tenant_worker_seconds_total", map[string]string{"tenant": tenant})
-		require.True(t, ok)
-		require.Greater(t, v, 0.5, "%s: 800 batches of a millisecond", tenant)
 	}
 }
