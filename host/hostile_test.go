@@ -26,10 +26,11 @@ import (
 )
 
 // The hostile suite's input: the good tenant's source holds goodRecords
-// records on each engine, enough for a run of about a second, so that its
+// records on each engine, enough for a run of half a second (a few seconds
+// under the race detector), so that its
 // throughput is measured over more than the hostile tenant's first moves;
 // the hostile tenant's source holds the first badRecords of them.
-var goodRecords = map[string]int{"wazero": 20000, "wasmtime": 60000}
+var goodRecords = map[string]int{"wazero": 10000, "wasmtime": 40000}
 
 const badRecords = 500
 
@@ -342,16 +343,17 @@ func deadRecords(t *testing.T, dir string) []deadRecord {
 	return recs
 }
 
-// TestHostilePluginsBesideAGoodOne runs, on each engine, a pipeline whose
-// well-behaved identity computation reads the same stream as a hostile
-// one. The host stays up (or refuses the hostile plugin at load time,
-// naming it and the cause, and then runs the good one fine), every input
-// of the hostile computation is dead-lettered exactly once with its plugin
-// and the cause named, and every input reaches the good sink exactly once.
-// A plugin that is only unusual (a 100 MiB module) is no failure: its sink
-// gets every input exactly once too.
-// It logs the good computation's throughput beside the hostile one
-// relative to alone; it does not assert it.
+// TestHostilePluginsBesideAGoodOne runs, on each engine, a pipeline of two
+// tenants, each with a source of its own: a well-behaved one (identity)
+// and a hostile one. For every hostile plugin the host stays up and runs
+// the good tenant (a plugin refused at load quarantines only its own
+// computation), every input of the hostile computation is dead-lettered
+// exactly once with its plugin and the cause named (or, for a guest that
+// works until it exceeds a quota, reaches its sink or the dead letters,
+// exactly once over both), every input of the good one reaches its sink
+// exactly once, and the good tenant keeps its throughput alone (see
+// hostileNoiseMargin). A plugin that is only unusual (a 100 MiB module)
+// is no failure: its sink gets every input exactly once.
 func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 	type inputs struct {
 		hostileInput
@@ -472,19 +474,12 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 		input, want, wantBad := in.hostileInput, in.want, in.wantBad
 		goodDir := filepath.Join(t.TempDir(), "good")
 		writeHostilePlugin(t, goodDir, "identity", identity, eng, "")
-		// The good tenant alone, for the throughput comparison: the
-		// fastest of three runs, the first of which also warms the
-		// compilation cache.
-		var alone hostileRun
-		for i := range 3 {
-			r := runHostilePipeline(t, goodDir, "", input, "", "")
-			require.NoError(t, r.err, eng)
-			requireExactlyOnce(t, want, goodPayloads(t, r.dir), "good sink alone on "+eng)
-			require.Empty(t, deadRecords(t, r.dir), eng)
-			if i == 0 || r.processing() < alone.processing() {
-				alone = r
-			}
-		}
+		// The good tenant alone once, which also warms the compilation
+		// cache.
+		warm := runHostilePipeline(t, goodDir, "", input, "", "")
+		require.NoError(t, warm.err, eng)
+		requireExactlyOnce(t, want, goodPayloads(t, warm.dir), "good sink alone on "+eng)
+		require.Empty(t, deadRecords(t, warm.dir), eng)
 
 		for _, c := range cases {
 			t.Run(c.name+"/"+eng, func(t *testing.T) {
@@ -493,18 +488,23 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 				writeHostilePlugin(t, badDir, plugin, c.wasm(t), eng, c.manifest)
 
 				// The good tenant's throughput beside the hostile one is to
-				// be at least 90% of alone. A run below that is repeated
-				// (twice at most), and the best run must reach 90% less a
+				// be at least 90% of alone, each measured right after the
+				// other, so that both see the same load from whatever else
+				// runs on the machine. A pair below that is measured again
+				// (twice at most), and the best pair must reach 90% less a
 				// margin for the noise of a small shared machine (two
-				// cores, other tests running): the ratios of every run are
+				// cores, other tests running): every pair's ratio is
 				// logged, and the closing note reports them.
 				var r hostileRun
-				var ratio float64
+				best := 0.0
 				for attempt := range 3 {
+					alone := runHostilePipeline(t, goodDir, "", input, "", "")
+					require.NoError(t, alone.err)
 					r = runHostilePipeline(t, goodDir, badDir, input, plugin, c.tenant)
 					require.NoError(t, r.err, "the host stays up and runs the good tenant")
 					require.NotZero(t, r.loaded, "host.Run logged %q", runningMessage)
-					ratio = alone.processing().Seconds() / r.processing().Seconds()
+					ratio := alone.processing().Seconds() / r.processing().Seconds()
+					best = max(best, ratio)
 					t.Logf("attempt %d: good tenant %.0f rec/s beside %s vs %.0f rec/s alone: ratio %.2f (loaded in %v, %v alone)",
 						attempt+1, float64(len(want))/r.processing().Seconds(), c.name, float64(len(want))/alone.processing().Seconds(),
 						ratio, r.loaded.Round(time.Millisecond), alone.loaded.Round(time.Millisecond))
@@ -512,7 +512,7 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 						break
 					}
 				}
-				require.GreaterOrEqual(t, ratio, 0.9-hostileNoiseMargin, "the good tenant keeps 90%% of its throughput alone (less the noise margin)")
+				require.GreaterOrEqual(t, best, 0.9-hostileNoiseMargin, "the good tenant keeps 90%% of its throughput alone (less the noise margin)")
 				requireExactlyOnce(t, want, goodPayloads(t, r.dir), "good sink")
 
 				dead := deadRecords(t, r.dir)
