@@ -120,8 +120,9 @@ type Quotas struct {
 	// of wall time, in cores (0.5: half a core), like a container's CPU
 	// limit: a tenant over it waits for its next batch even when workers
 	// are free, so that its guests burning CPU cannot slow the others
-	// down on a machine with few cores. Credit for one second's worth
-	// accrues while it is idle. 0 means no cap; default 0.
+	// down on a machine with few cores. It holds over every 100ms, as a
+	// Linux cgroup's CPU limit does: a tenant may run ahead of it by at
+	// most one such period's worth. 0 means no cap; default 0.
 	CPULimit float64 `yaml:"cpu_limit"`
 	// ConcurrentInstances caps how many of the tenant's instances run a
 	// batch at the same time, whatever its computations' partitions. 0

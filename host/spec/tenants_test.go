@@ -55,9 +55,9 @@ func TestTenantsParseWithDefaultsAndOwnership(t *testing.T) {
 		tenant, stream string
 		may            bool
 	}{
-		{"acme", "feed", true},          // the operator's
-		{"acme", "acme-in", true},       // its own source's
-		{"globex", "acme-out", true},    // shared with it
+		{"acme", "feed", true},       // the operator's
+		{"acme", "acme-in", true},    // its own source's
+		{"globex", "acme-out", true}, // shared with it
 		{"globex", "acme-private", false},
 		{"globex", "acme-in", false},
 		{"", "acme-private", true}, // the operator reads everything
