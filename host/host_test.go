@@ -173,13 +173,16 @@ dead_letter: {type: file, file: {path: dead.jsonl}}
 
 // TestPipelineRunsAlikeOnBothEngines runs one pipeline through host.Run
 // with its plugin on wazero and on wasmtime: the sinks hold the same
-// payloads in the same order per key.
+// payloads in the same order per key, and the traces the same deliveries
+// (message ids and timestamps) in the same order per partition and key.
+// Batching, biases and system times depend on timing, not on the engine,
+// so they are left out.
 func TestPipelineRunsAlikeOnBothEngines(t *testing.T) {
 	var input strings.Builder
 	for i := range 300 {
 		fmt.Fprintf(&input, `{"write_ts":%d,"payload":{"k":"k%d","seq":%d}}`+"\n", i+1, i%7, i)
 	}
-	outputs := map[string][]string{}
+	outputs, traces := map[string][]string{}, map[string]map[string][]string{}
 	for _, eng := range []string{"wazero", "wasmtime"} {
 		dir := t.TempDir()
 		writePluginOn(t, filepath.Join(dir, "plugins"), "identity", "./host/internal/testguests/identity", eng)
@@ -201,7 +204,18 @@ sinks:
 			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 			DataDir:    filepath.Join(dir, "data"),
 			Progress:   io.Discard,
+			TracePath:  filepath.Join(dir, "trace.jsonl"),
 		}), eng)
+		trace, err := os.ReadFile(filepath.Join(dir, "trace.jsonl"))
+		require.NoError(t, err)
+		traces[eng] = map[string][]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(trace)), "\n") {
+			var tr runtime.TraceRecord
+			require.NoError(t, json.Unmarshal([]byte(line), &tr))
+			lane := fmt.Sprintf("%s/%d/%s", tr.Computation, tr.Partition, tr.Key)
+			traces[eng][lane] = append(traces[eng][lane], fmt.Sprintf("%s %s event=%d alignment=%d write=%d",
+				tr.Kind, tr.MessageID, tr.EventTS, tr.AlignmentTS, tr.WriteTS))
+		}
 		data, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
 		require.NoError(t, err)
 		perKey := map[string][]string{}
@@ -220,4 +234,6 @@ sinks:
 		outputs[eng] = all
 	}
 	require.Equal(t, outputs["wazero"], outputs["wasmtime"])
+	require.Len(t, traces["wazero"], 7, "a lane per key")
+	require.Equal(t, traces["wazero"], traces["wasmtime"], "the same trace")
 }
