@@ -377,6 +377,12 @@ func (l *Loaded) compile(ctx context.Context, p *plugins.Plugin, tenant *spec.Te
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.WasmPath, err)
 	}
+	tenantName := ""
+	if tenant != nil {
+		tenantName = tenant.Name
+	}
+	l.log.Info("plugin compiled", "plugin", p.Manifest.Name, "version", p.Manifest.Version, "tenant", tenantName, "engine", engineName,
+		"memory_pages", lim.MemoryPages, "batch_timeout", lim.BatchTimeout, "max_response_bytes", lim.MaxResponseBytes)
 	return &compute.WASM{Module: mod, Limits: limits, BatchTimeout: lim.BatchTimeout}, nil
 }
 

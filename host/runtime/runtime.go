@@ -428,7 +428,10 @@ func WithTrace(w io.Writer) Option { return func(o *options) { o.trace = w } }
 func WithClock(now func() int64) Option { return func(o *options) { o.now = now } }
 
 // WithWorkers bounds how many batches are called, applied and committed at
-// once; the default is GOMAXPROCS.
+// once; the default is GOMAXPROCS. The workers are shared between the
+// pipeline's tenants by weighted fair share, within each tenant's
+// quotas.cpu_limit and quotas.concurrent_instances (see the spec's
+// Tenant); the operator's computations count as one tenant of weight 1.
 func WithWorkers(n int) Option { return func(o *options) { o.workers = max(1, n) } }
 
 // WithStateStore replaces the in-memory store of keyed state and timers.
