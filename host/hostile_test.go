@@ -26,10 +26,11 @@ import (
 )
 
 // The hostile suite's input: the good tenant's source holds goodRecords
-// records on each engine, enough for a run of half a second (a few seconds
-// under the race detector), so that its
+// records on each engine (a quarter under the race detector), enough for a
+// run of half a second, so that its
 // throughput is measured over more than the hostile tenant's first moves;
-// the hostile tenant's source holds the first badRecords of them.
+// the hostile tenant's source holds the first badRecords of them (two
+// fifths as many under the race detector).
 var goodRecords = map[string]int{"wazero": 10000, "wasmtime": 40000}
 
 const badRecords = 500
@@ -359,7 +360,7 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 		hostileInput
 		want, wantBad []string
 	}
-	makeInput := func(n int) inputs {
+	makeInput := func(n, nBad int) inputs {
 		var good, bad strings.Builder
 		var in inputs
 		for i := range n {
@@ -367,7 +368,7 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 			line := fmt.Sprintf(`{"write_ts":%d,"payload":%s}`+"\n", i+1, p)
 			good.WriteString(line)
 			in.want = append(in.want, compactJSON(t, []byte(p)))
-			if i < badRecords {
+			if i < nBad {
 				bad.WriteString(line)
 				in.wantBad = append(in.wantBad, in.want[i])
 			}
@@ -470,7 +471,11 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 	}
 
 	for _, eng := range []string{"wazero", "wasmtime"} {
-		in := makeInput(goodRecords[eng])
+		n, nBad := goodRecords[eng], badRecords
+		if raceEnabled {
+			n, nBad = n/4, nBad*2/5
+		}
+		in := makeInput(n, nBad)
 		input, want, wantBad := in.hostileInput, in.want, in.wantBad
 		goodDir := filepath.Join(t.TempDir(), "good")
 		writeHostilePlugin(t, goodDir, "identity", identity, eng, "")
