@@ -26,11 +26,9 @@ import (
 )
 
 // The hostile suite's input: the good tenant's source holds goodRecords
-// records on each engine (a quarter under the race detector), enough for a
-// run of half a second, so that its
+// records on each engine, enough for a run of half a second, so that its
 // throughput is measured over more than the hostile tenant's first moves;
-// the hostile tenant's source holds the first badRecords of them (two
-// fifths as many under the race detector).
+// the hostile tenant's source holds the first badRecords of them.
 var goodRecords = map[string]int{"wazero": 10000, "wasmtime": 40000}
 
 const badRecords = 500
@@ -363,6 +361,13 @@ func deadRecords(t *testing.T, dir string) []deadRecord {
 // hostileNoiseMargin). A plugin that is only unusual (a 100 MiB module)
 // is no failure: its sink gets every input exactly once.
 func TestHostilePluginsBesideAGoodOne(t *testing.T) {
+	if raceEnabled {
+		// It measures throughput, which the race detector distorts (it
+		// slows the host's Go code, not the guests' compiled code), and
+		// takes minutes under it; the hostile paths it drives run under
+		// the race detector in package runtime's failure and tenant tests.
+		t.Skip("runs without the race detector: make test's unit step runs it on its own (see the Makefile)")
+	}
 	type inputs struct {
 		hostileInput
 		want, wantBad []string
@@ -484,11 +489,7 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 	}
 
 	for _, eng := range []string{"wazero", "wasmtime"} {
-		n, nBad := goodRecords[eng], badRecords
-		if raceEnabled {
-			n, nBad = n/4, nBad*2/5
-		}
-		in := makeInput(n, nBad)
+		in := makeInput(goodRecords[eng], badRecords)
 		input, want, wantBad := in.hostileInput, in.want, in.wantBad
 		goodDir := filepath.Join(t.TempDir(), "good")
 		writeHostilePlugin(t, goodDir, "identity", identity, eng, "")

@@ -2,6 +2,7 @@
 
 package host_test
 
-// raceEnabled reports that the race detector is on: it slows every run
-// several times over, so the suites that measure scale their input down.
+// raceEnabled reports that the race detector is on: it slows the host's
+// Go code several times over, so a suite that measures throughput runs
+// without it (the Makefile's unit step).
 const raceEnabled = true
