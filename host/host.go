@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -245,6 +246,16 @@ func (l *Loaded) keep(e engine.Engine) {
 	l.mu.Unlock()
 }
 
+// drop closes e and forgets it, if Close has not already closed it.
+func (l *Loaded) drop(ctx context.Context, e engine.Engine) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := slices.Index(l.engines, e); i >= 0 {
+		l.engines = slices.Delete(l.engines, i, i+1)
+		_ = e.Close(ctx)
+	}
+}
+
 // LoadComputations finds, checks and compiles the plugin of every
 // computation of pipe. A computation without a tenant looks its plugin up
 // in catalog (the host's plugin directories), and any error stops the
@@ -289,7 +300,7 @@ func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins
 			if f, ok := compiled[key]; ok {
 				return f, p, nil
 			}
-			f, err := l.compile(ctx, p, pipe.Tenant(c.Tenant))
+			f, _, err := l.compile(ctx, p, pipe.Tenant(c.Tenant))
 			if err != nil {
 				return nil, p, err
 			}
@@ -321,7 +332,7 @@ func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins
 // and policy (nil: the operator's, the manifest's limits only). Each
 // plugin gets its own engine, because limits and capabilities are
 // engine-wide.
-func (l *Loaded) compile(ctx context.Context, p *plugins.Plugin, tenant *spec.Tenant) (compute.Factory, error) {
+func (l *Loaded) compile(ctx context.Context, p *plugins.Plugin, tenant *spec.Tenant) (*compute.WASM, engine.Engine, error) {
 	lim := p.Manifest.Limits
 	engineName := p.Manifest.Engine
 	if tenant != nil {
@@ -334,23 +345,23 @@ func (l *Loaded) compile(ctx context.Context, p *plugins.Plugin, tenant *spec.Te
 			engineName = plugins.Engine(tenant.Engine)
 		}
 		if err := checkPolicy(p, tenant); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	wasm, err := p.ReadWasm()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	caps, err := capabilities(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	info, err := engine.Inspect(wasm)
 	if err != nil {
-		return nil, fmt.Errorf("plugin %q (%s): %w", p.Manifest.Name, p.WasmPath, err)
+		return nil, nil, fmt.Errorf("plugin %q (%s): %w", p.Manifest.Name, p.WasmPath, err)
 	}
 	if err := engine.CheckABI(p.Manifest.Name, info, caps); err != nil {
-		return nil, fmt.Errorf("%s: %w", p.WasmPath, err)
+		return nil, nil, fmt.Errorf("%s: %w", p.WasmPath, err)
 	}
 	// Only a plugin with a batch timeout needs interruptible guests, and
 	// they cost up to 6x on loop-heavy code (engine.Config.WithInterruptible).
@@ -367,15 +378,15 @@ func (l *Loaded) compile(ctx context.Context, p *plugins.Plugin, tenant *spec.Te
 	var eng engine.Engine
 	if engineName == plugins.EngineWasmtime {
 		if eng, err = engine.NewWasmtime(cfg); err != nil {
-			return nil, fmt.Errorf("plugin %q (%s): %w", p.Manifest.Name, p.ManifestPath(), err)
+			return nil, nil, fmt.Errorf("plugin %q (%s): %w", p.Manifest.Name, p.ManifestPath(), err)
 		}
 	} else if eng, err = engine.NewWazero(ctx, cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	l.keep(eng)
 	mod, err := eng.Compile(ctx, p.Manifest.Name, wasm)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p.WasmPath, err)
+		return nil, nil, fmt.Errorf("%s: %w", p.WasmPath, err)
 	}
 	tenantName := ""
 	if tenant != nil {
@@ -383,7 +394,7 @@ func (l *Loaded) compile(ctx context.Context, p *plugins.Plugin, tenant *spec.Te
 	}
 	l.log.Info("plugin compiled", "plugin", p.Manifest.Name, "version", p.Manifest.Version, "tenant", tenantName, "engine", engineName,
 		"memory_pages", lim.MemoryPages, "batch_timeout", lim.BatchTimeout, "max_response_bytes", lim.MaxResponseBytes)
-	return &compute.WASM{Module: mod, Limits: limits, BatchTimeout: lim.BatchTimeout}, nil
+	return &compute.WASM{Module: mod, Limits: limits, BatchTimeout: lim.BatchTimeout}, eng, nil
 }
 
 // tighter returns the smaller of a limit the manifest asks for and a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/compute"
+	"github.com/flowhost/flowhost/host/engine"
 	"github.com/flowhost/flowhost/host/internal/watch"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/plugins"
@@ -112,18 +113,37 @@ func (l *Loaded) prepareReload(ctx context.Context, name string) (compute.Factor
 	if !p.Manifest.Serves(plugins.Kind(c.Kind)) {
 		return nil, nil, fmt.Errorf("plugin %q (%s) now serves %v, not %s", p.Manifest.Name, p.ManifestPath(), p.Manifest.Kinds, c.Kind)
 	}
-	f, err := l.compile(ctx, p, l.pipe.Tenant(c.Tenant))
+	f, eng, err := l.compile(ctx, p, l.pipe.Tenant(c.Tenant))
 	if err != nil {
+		if eng != nil {
+			l.drop(ctx, eng)
+		}
 		return nil, nil, err
 	}
 	// The new manifest's default parameters apply to the new version.
-	params := p.Manifest.MergeParameters(l.specParams[name])
-	withParams := compute.FactoryFunc(func(ctx context.Context, init *abi.Init) (compute.Computation, error) {
-		init.Parameters = maps.Clone(params)
-		return f.Instantiate(ctx, init)
-	})
-	return withParams, p, nil
+	return &reloadedVersion{wasm: f, params: p.Manifest.MergeParameters(l.specParams[name]), eng: eng, loaded: l}, p, nil
 }
+
+// reloadedVersion is the factory of a version a reload compiled for one
+// computation: it instantiates with the new manifest's default
+// parameters, and owns its engine, which it closes when the runtime
+// retires it (no partition runs it any more), so that reloads do not
+// accumulate compiled modules.
+type reloadedVersion struct {
+	wasm   *compute.WASM
+	params map[string]any
+	eng    engine.Engine
+	loaded *Loaded
+}
+
+// Instantiate instantiates the module with the version's parameters.
+func (v *reloadedVersion) Instantiate(ctx context.Context, init *abi.Init) (compute.Computation, error) {
+	init.Parameters = maps.Clone(v.params)
+	return v.wasm.Instantiate(ctx, init)
+}
+
+// Retire closes the version's engine.
+func (v *reloadedVersion) Retire(ctx context.Context) { v.loaded.drop(ctx, v.eng) }
 
 func keysOf[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

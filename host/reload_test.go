@@ -56,10 +56,11 @@ func writePluginVersion(t *testing.T, dir, tag string, module []byte, engine str
 }
 
 // TestHotReloadSwapsAtAnEpochBoundary runs a pipeline fed over HTTP and
-// replaces its plugin twice while it runs, on each engine: a good new
-// version (every record posted after the swap is processed by it, every
-// record before by the old one, each exactly once), then a truncated one,
-// which is refused with the reason while the good version keeps running.
+// replaces its plugin three times while it runs, on each engine: a good
+// new version (every record posted after the swap is processed by it,
+// every record before by the old one, each exactly once), then a
+// truncated one, which is refused with the reason while the good version
+// keeps running, then a good one again, which retires the one before.
 func TestHotReloadSwapsAtAnEpochBoundary(t *testing.T) {
 	for _, eng := range []string{"wazero", "wasmtime"} {
 		t.Run(eng, func(t *testing.T) {
@@ -71,6 +72,7 @@ func TestHotReloadSwapsAtAnEpochBoundary(t *testing.T) {
 			src, err := connect.NewHTTPSource(connect.HTTPSourceConfig{Addr: "127.0.0.1:0", Path: "/in", Stream: "in", Partitions: 1})
 			require.NoError(t, err)
 			reloads := make(chan error, 4)
+			var logs lockedBuffer
 			metricsAddr := make(chan string, 1)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -80,7 +82,7 @@ func TestHotReloadSwapsAtAnEpochBoundary(t *testing.T) {
 					SpecPath:        specPath,
 					PluginDirs:      []string{filepath.Join(dir, "plugins")},
 					CacheDir:        filepath.Join(os.TempDir(), "flowhost-test-cache"),
-					Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+					Logger:          slog.New(slog.NewTextHandler(&logs, nil)),
 					DataDir:         t.TempDir(),
 					Progress:        io.Discard,
 					Options:         []runtime.Option{runtime.WithSource("in", src)},
@@ -145,11 +147,15 @@ func TestHotReloadSwapsAtAnEpochBoundary(t *testing.T) {
 			require.ErrorContains(t, err, "tagger.wasm", "naming the module")
 			post(40)
 			waitFor(120)
+			writePluginVersion(t, pluginDir, "v4", nil, eng)
+			require.NoError(t, waitReload(), "a good version after the refused one")
+			post(40)
+			waitFor(160)
 			cancel()
 			require.NoError(t, <-done)
 
 			lines := sinkLines()
-			require.Len(t, lines, 120, "every record once")
+			require.Len(t, lines, 160, "every record once")
 			seen := map[int]bool{}
 			for _, line := range lines {
 				var rec connect.SinkRecord
@@ -162,11 +168,15 @@ func TestHotReloadSwapsAtAnEpochBoundary(t *testing.T) {
 				require.False(t, seen[out.In.N], "record %d twice", out.In.N)
 				seen[out.In.N] = true
 				want := "v2"
-				if out.In.N < 40 {
+				switch {
+				case out.In.N < 40:
 					want = "v1"
+				case out.In.N >= 120:
+					want = "v4"
 				}
-				require.Equal(t, want, out.Tag, "record %d: posted before the swap: v1; after: v2, also after the refused v3", out.In.N)
+				require.Equal(t, want, out.Tag, "record %d: posted before the swap: v1; after: v2, also after the refused v3; then v4", out.In.N)
 			}
+			require.Contains(t, logs.String(), "reloaded-away version retired", "v2's engine is closed once v4 runs")
 			_, err = os.Stat(filepath.Join(dir, "dead.jsonl"))
 			if err == nil {
 				data, _ := os.ReadFile(filepath.Join(dir, "dead.jsonl"))

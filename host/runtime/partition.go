@@ -271,7 +271,7 @@ func (p *partition) start(ctx context.Context) error {
 	r.metrics.quarantined.WithLabelValues(c.spec.Name).Set(0) // the series exists from the start
 	p.mapCounts = map[mapSlot]uint64{}
 	if v := c.version.Load(); isRefused(v.factory) {
-		p.version = v
+		p.use(ctx, v)
 		p.failures.quarantine = v.factory.(*compute.Refused).Err
 		c.quarantined.set(p.index, p.failures.quarantine)
 		r.metrics.quarantined.WithLabelValues(c.spec.Name).Set(1)
@@ -328,7 +328,8 @@ func (p *partition) instantiate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.proc, p.version = proc, v
+	p.proc = proc
+	p.use(ctx, v)
 	return nil
 }
 

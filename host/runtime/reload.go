@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/compute"
@@ -16,7 +17,33 @@ import (
 type version struct {
 	factory compute.Factory
 	number  uint64
-	label   string // for logs: the plugin version and checksum, or ""
+	label   string       // for logs: the plugin version and checksum, or ""
+	users   atomic.Int32 // partitions whose instance is of this version
+}
+
+// Retirer is implemented by a Factory that holds resources (a compiled
+// module, its engine) to release once no partition runs it any more:
+// Reload calls Retire when the last partition has moved off a version it
+// replaced.
+type Retirer interface {
+	Retire(ctx context.Context)
+}
+
+// use moves partition p onto version v, and retires the version it
+// leaves if it was the last partition on it and a Reload replaced it.
+func (p *partition) use(ctx context.Context, v *version) {
+	old := p.version
+	if old == v {
+		return
+	}
+	v.users.Add(1)
+	p.version = v
+	if old != nil && old.users.Add(-1) == 0 && p.comp.version.Load() != old {
+		if r, ok := old.factory.(Retirer); ok {
+			r.Retire(ctx)
+			p.comp.rt.log.Info("reloaded-away version retired: no partition runs it", "computation", p.comp.spec.Name, "version", old.label, "generation", old.number)
+		}
+	}
 }
 
 // ErrUnknownComputation is wrapped by Reload's error for a name the
@@ -74,7 +101,8 @@ func (p *partition) adoptVersion(ctx context.Context) {
 	if p.proc != nil {
 		_ = p.proc.Close(ctx)
 	}
-	p.proc, p.version = next, v
+	p.proc = next
+	p.use(ctx, v)
 	if p.failures.quarantine != nil {
 		p.failures = partitionFailures{}
 		c.quarantined.set(p.index, nil)

@@ -160,6 +160,14 @@ func TestRefusedComputationDeadLettersItsInputs(t *testing.T) {
 	require.Equal(t, 1.0, v)
 }
 
+// retiringFactory counts its retirements.
+type retiringFactory struct {
+	compute.Factory
+	retired atomic.Int32
+}
+
+func (r *retiringFactory) Retire(context.Context) { r.retired.Add(1) }
+
 // tagger emits each message with its version's tag, and at its third
 // batch reloads the computation with next (as a watcher would, while a
 // batch runs).
@@ -206,11 +214,13 @@ func TestReloadSwitchesVersionsAtAnEpochBoundary(t *testing.T) {
 		unknown = rt.Reload(ctx, "nope", compute.Native(v2.process), "v2")
 		require.NoError(t, rt.Reload(ctx, "c", compute.Native(v2.process), "v2"))
 	}
+	first := &retiringFactory{Factory: compute.Native(v1.process)}
 	rt, err := runtime.New(mustSpec(t, fmt.Sprintf(tenantPipeline, "", "")),
-		map[string]compute.Factory{"c": compute.Native(v1.process)},
+		map[string]compute.Factory{"c": first},
 		runtime.WithSource("in", recs), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}))
 	require.NoError(t, err)
 	require.NoError(t, rt.Run(context.Background()))
+	require.Equal(t, int32(1), first.retired.Load(), "the replaced version is retired once its partition moved off it")
 	require.ErrorContains(t, refused, `reload of computation "c" refused, the running version keeps running: instantiating v1.5: init failed`)
 	require.ErrorIs(t, unknown, runtime.ErrUnknownComputation)
 	var got []string
