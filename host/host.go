@@ -269,13 +269,13 @@ func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins
 	l := &Loaded{Factories: map[string]compute.Factory{}, Origins: map[string]*plugins.Plugin{}, specParams: map[string]map[string]any{},
 		cacheDir: cacheDir, log: log, pipe: pipe}
 	catalogs := map[string]*plugins.Catalog{"": catalog}
-	catalogErrs := map[string]error{}
 	for i := range pipe.Tenants {
 		t := &pipe.Tenants[i]
-		c, err := plugins.Discover(t.PluginDirs)
+		// A tenant's broken plugin directory refuses only the plugins it
+		// breaks; the lookups report the problems.
+		c, err := plugins.DiscoverPartial(t.PluginDirs)
 		if err != nil {
-			catalogErrs[t.Name] = fmt.Errorf("tenant %q: plugin directories: %w", t.Name, err)
-			continue
+			log.Warn("tenant's plugin directories have problems: the plugins concerned are refused", "tenant", t.Name, "err", err)
 		}
 		catalogs[t.Name] = c
 	}
@@ -285,9 +285,6 @@ func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins
 		c := &pipe.Computations[i]
 		l.specParams[c.Name] = c.Parameters
 		f, p, err := func() (compute.Factory, *plugins.Plugin, error) {
-			if err := catalogErrs[c.Tenant]; err != nil {
-				return nil, nil, err
-			}
 			p, err := catalogs[c.Tenant].Lookup(c.Plugin)
 			if err != nil {
 				return nil, nil, err

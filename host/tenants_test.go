@@ -17,13 +17,18 @@ import (
 // TestTenantsHaveTheirOwnPlugins gives two tenants a plugin of the same
 // name, each in its own plugin directory: one well-behaved, one that
 // traps, with the wasmtime engine chosen by the tenant for the plugin
-// whose manifest names none. Each computation runs its own tenant's
-// plugin: the first one's sink gets every record, the second one's
-// records are all dead-lettered naming its tenant's plugin.
+// whose manifest names none, and a broken plugin beside it. Each
+// computation runs its own tenant's plugin: the first one's sink gets
+// every record, the second one's records are all dead-lettered naming
+// its tenant's plugin; the broken plugin is reported, not fatal.
 func TestTenantsHaveTheirOwnPlugins(t *testing.T) {
 	dir := t.TempDir()
 	writePluginOn(t, filepath.Join(dir, "acme"), "p", "./host/internal/testguests/passthrough", "")
 	writePluginOn(t, filepath.Join(dir, "globex"), "p", "./host/engine/testdata/guests/trap", "")
+	// A broken plugin beside it refuses only itself.
+	broken := filepath.Join(dir, "globex", "broken")
+	require.NoError(t, os.MkdirAll(broken, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(broken, "plugin.yaml"), []byte("name: broken\n"), 0o644))
 	var input strings.Builder
 	for i := range 50 {
 		input.WriteString(`{"write_ts":1,"payload":{"k":"k` + string(rune('0'+i%5)) + `"}}` + "\n")
@@ -65,6 +70,8 @@ dead_letter: {type: file, file: {path: dead.jsonl}}
 		require.Contains(t, d.Error, `computation "g" (plugin "p")`)
 		require.Contains(t, d.Error, "guest trapped")
 	}
+	require.Contains(t, logs.String(), "tenant's plugin directories have problems", "the broken plugin is reported")
+	require.Contains(t, logs.String(), filepath.Join(broken, "plugin.yaml"))
 	var engines []string
 	for _, line := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(line, "plugin compiled") {

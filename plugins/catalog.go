@@ -22,6 +22,10 @@ var ErrUnknownPlugin = errors.New("unknown plugin")
 type Catalog struct {
 	byName map[string]*Plugin
 	sorted []*Plugin
+	// problems are what DiscoverPartial could not load, and ambiguous the
+	// names two plugins claimed; Lookup reports them.
+	problems  error
+	ambiguous map[string]error
 }
 
 // Load reads the plugin directory dir: it parses dir/plugin.yaml and
@@ -58,7 +62,22 @@ func Load(dir string) (*Plugin, error) {
 // with the same name (naming both manifests). On any problem it returns no
 // catalog. No directories give an empty catalog.
 func Discover(dirs []string) (*Catalog, error) {
-	c := &Catalog{byName: map[string]*Plugin{}}
+	c, err := DiscoverPartial(dirs)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DiscoverPartial is Discover for directories that belong to someone who
+// must not be able to stop others with a typo, such as a tenant: it
+// returns the catalog of the plugins that loaded, always, and every
+// problem it found, joined (nil when there was none). A name two plugins
+// claim is in neither: Lookup of it reports both manifests; Lookup of a
+// name it does not know also reports the problems, since one of them may
+// be the plugin asked for.
+func DiscoverPartial(dirs []string) (*Catalog, error) {
+	c := &Catalog{byName: map[string]*Plugin{}, ambiguous: map[string]error{}}
 	var errs []error
 	seenDirs := map[string]bool{}
 	for _, given := range dirs {
@@ -78,19 +97,24 @@ func Discover(dirs []string) (*Catalog, error) {
 				continue
 			}
 			if other, dup := c.byName[p.Manifest.Name]; dup {
-				errs = append(errs, fmt.Errorf("duplicate plugin name %q: %s and %s",
-					p.Manifest.Name, other.ManifestPath(), p.ManifestPath()))
+				err := fmt.Errorf("duplicate plugin name %q: %s and %s",
+					p.Manifest.Name, other.ManifestPath(), p.ManifestPath())
+				errs = append(errs, err)
+				c.ambiguous[p.Manifest.Name] = err
 				continue
 			}
 			c.byName[p.Manifest.Name] = p
-			c.sorted = append(c.sorted, p)
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	for name := range c.ambiguous {
+		delete(c.byName, name)
+	}
+	for _, p := range c.byName {
+		c.sorted = append(c.sorted, p)
 	}
 	slices.SortFunc(c.sorted, func(a, b *Plugin) int { return strings.Compare(a.Manifest.Name, b.Manifest.Name) })
-	return c, nil
+	c.problems = errors.Join(errs...)
+	return c, c.problems
 }
 
 // pluginDirsIn returns the plugin directories a command-line directory
@@ -152,14 +176,21 @@ func (c *Catalog) Lookup(name string) (*Plugin, error) {
 	if p, ok := c.byName[name]; ok {
 		return p, nil
 	}
+	if err, ok := c.ambiguous[name]; ok {
+		return nil, err
+	}
+	also := ""
+	if c.problems != nil {
+		also = "; the plugin directories also had problems: " + strings.ReplaceAll(c.problems.Error(), "\n", "; ")
+	}
 	if len(c.sorted) == 0 {
-		return nil, fmt.Errorf("%w %q: no plugins were discovered", ErrUnknownPlugin, name)
+		return nil, fmt.Errorf("%w %q: no plugins were discovered%s", ErrUnknownPlugin, name, also)
 	}
 	names := make([]string, len(c.sorted))
 	for i, p := range c.sorted {
 		names[i] = p.Manifest.Name
 	}
-	return nil, fmt.Errorf("%w %q; known plugins: %s", ErrUnknownPlugin, name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("%w %q; known plugins: %s%s", ErrUnknownPlugin, name, strings.Join(names, ", "), also)
 }
 
 // All returns the plugins sorted by name, in a new slice.

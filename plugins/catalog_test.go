@@ -233,3 +233,34 @@ func TestLoad(t *testing.T) {
 	_, err = Load(parent)
 	require.EqualError(t, err, filepath.Join(parent, "plugin.yaml")+": no manifest: "+parent+" is not a plugin directory")
 }
+
+// TestDiscoverPartialKeepsWhatLoaded: one broken manifest and a name two
+// plugins claim refuse only those; the rest is in the catalog, and the
+// lookups of what is not say why.
+func TestDiscoverPartialKeepsWhatLoaded(t *testing.T) {
+	root := t.TempDir()
+	writePlugin(t, filepath.Join(root, "good"), "good", emptyModule, "")
+	a := writePlugin(t, filepath.Join(root, "twin-a"), "twin", emptyModule, "")
+	b := writePlugin(t, filepath.Join(root, "twin-b"), "twin", emptyModule, "")
+	broken := filepath.Join(root, "broken")
+	require.NoError(t, os.MkdirAll(broken, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(broken, "plugin.yaml"), []byte("name: broken\nversion: one\n"), 0o644))
+
+	_, err := Discover([]string{root})
+	require.Error(t, err, "Discover refuses it all")
+
+	c, err := DiscoverPartial([]string{root})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), filepath.Join(broken, "plugin.yaml"))
+	require.Equal(t, []string{"good"}, names(c))
+	p, err := c.Lookup("good")
+	require.NoError(t, err)
+	require.Equal(t, "good", p.Manifest.Name)
+	_, err = c.Lookup("twin")
+	require.EqualError(t, err, `duplicate plugin name "twin": `+filepath.Join(a, "plugin.yaml")+" and "+filepath.Join(b, "plugin.yaml"))
+	_, err = c.Lookup("broken")
+	require.ErrorIs(t, err, ErrUnknownPlugin)
+	require.Contains(t, err.Error(), "known plugins: good; the plugin directories also had problems: ")
+	require.Contains(t, err.Error(), filepath.Join(broken, "plugin.yaml"))
+	require.NotContains(t, err.Error(), "\n", "one line")
+}
