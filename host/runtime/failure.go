@@ -199,10 +199,8 @@ func (p *partition) exhausted(ctx context.Context, fs *partitionFailures, f *bat
 		"computation", c.spec.Name, "partition", p.index, "epoch", p.epoch, "cause", f.cause, "attempts", f.attempts, "err", f.err)
 	fs.exhausted++
 	if pol.quarantineAfter > 0 && fs.exhausted >= pol.quarantineAfter {
-		fs.quarantine = fmt.Errorf("computation %q (plugin %q) partition %d is quarantined: %d batches in a row failed %s (on_failure.quarantine_after: %d), so its guest is no longer called until the run restarts; last error: %w",
-			c.spec.Name, c.spec.Plugin, p.index, fs.exhausted, attemptsText(f.attempts), pol.quarantineAfter, f.err)
-		c.quarantined.set(p.index, fs.quarantine)
-		r.metrics.quarantined.WithLabelValues(c.spec.Name).Set(1)
+		p.setQuarantine(fmt.Errorf("computation %q (plugin %q) partition %d is quarantined: %d batches in a row failed %s (on_failure.quarantine_after: %d), so its guest is no longer called until the run restarts; last error: %w",
+			c.spec.Name, c.spec.Plugin, p.index, fs.exhausted, attemptsText(f.attempts), pol.quarantineAfter, f.err))
 		r.log.Error("computation partition quarantined: its further batches go to the dead-letter route without calling the guest, until the run restarts",
 			"computation", c.spec.Name, "partition", p.index, "epoch", p.epoch, "batches", fs.exhausted, "err", f.err)
 		if p.proc != nil {

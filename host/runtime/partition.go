@@ -65,6 +65,7 @@ func newComputation(r *Runtime, cs *spec.Computation, f compute.Factory) (*compu
 	for _, s := range cs.OutputStreams {
 		c.mOut[s] = m.messagesOut.WithLabelValues(cs.Name, s)
 	}
+	m.quarantined.WithLabelValues(cs.Name).Set(0) // the series exists from the start
 	c.mBatchRows = m.batchRows.WithLabelValues(cs.Name)
 	c.mBatchTime = m.batchSeconds.WithLabelValues(cs.Name)
 	return c, nil
@@ -268,13 +269,10 @@ func (p *partition) start(ctx context.Context) error {
 	p.lingerTimer = time.AfterFunc(time.Hour, p.wake)
 	p.lingerTimer.Stop()
 	p.prio = map[*ordering.Message]ordering.Priority{}
-	r.metrics.quarantined.WithLabelValues(c.spec.Name).Set(0) // the series exists from the start
 	p.mapCounts = map[mapSlot]uint64{}
 	if v := c.version.Load(); isRefused(v.factory) {
 		p.use(ctx, v)
-		p.failures.quarantine = v.factory.(*compute.Refused).Err
-		c.quarantined.set(p.index, p.failures.quarantine)
-		r.metrics.quarantined.WithLabelValues(c.spec.Name).Set(1)
+		p.setQuarantine(v.factory.(*compute.Refused).Err)
 		return nil
 	}
 	return p.instantiate(ctx)

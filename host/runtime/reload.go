@@ -104,9 +104,7 @@ func (p *partition) adoptVersion(ctx context.Context) {
 	p.proc = next
 	p.use(ctx, v)
 	if p.failures.quarantine != nil {
-		p.failures = partitionFailures{}
-		c.quarantined.set(p.index, nil)
-		c.rt.metrics.quarantined.WithLabelValues(c.spec.Name).Set(0)
+		p.setQuarantine(nil)
 		c.rt.log.Info("quarantine lifted by a reload", "computation", c.spec.Name, "partition", p.index)
 	}
 	c.rt.log.Info("partition switched to the reloaded version", "computation", c.spec.Name, "partition", p.index,

@@ -36,23 +36,38 @@ type QuarantinedPartition struct {
 }
 
 // quarantines records the quarantined partitions of a computation for
-// Status; the partitions' own failure state belongs to their workers.
+// Status and the quarantined gauge; the partitions' own failure state
+// belongs to their workers.
 type quarantines struct {
 	mu     sync.Mutex
 	reason map[int]string
 }
 
-func (q *quarantines) set(partition int, reason error) {
+// setQuarantine quarantines partition p for reason (nil lifts it): the
+// one place that changes a quarantine, so that the partition's state,
+// Status and flowhost_computation_quarantined always agree.
+func (p *partition) setQuarantine(reason error) {
+	c := p.comp
+	p.failures.quarantine = reason
+	if reason == nil {
+		p.failures.exhausted = 0
+	}
+	q := &c.quarantined
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if reason == nil {
-		delete(q.reason, partition)
-		return
+		delete(q.reason, p.index)
+	} else {
+		if q.reason == nil {
+			q.reason = map[int]string{}
+		}
+		q.reason[p.index] = reason.Error()
 	}
-	if q.reason == nil {
-		q.reason = map[int]string{}
+	gauge := 0.0
+	if len(q.reason) > 0 {
+		gauge = 1
 	}
-	q.reason[partition] = reason.Error()
+	c.rt.metrics.quarantined.WithLabelValues(c.spec.Name).Set(gauge)
 }
 
 // Status returns a snapshot of the run; it is safe to call at any time
