@@ -33,13 +33,11 @@ type scheduler struct {
 	mu     sync.Mutex
 	free   int
 	groups map[string]*group
-	// refill wakes the dispatcher when a group waiting for CPU credit
-	// has some again.
-	refill *time.Timer
-	// anticipation wakes the dispatcher when a slot held for a group
-	// about to ask again has waited long enough.
-	anticipation *time.Timer
-	now          func() time.Time
+	// wake runs the dispatcher again when a slot it held for a group
+	// about to ask again has waited long enough, or a group waiting for
+	// CPU credit has some again.
+	wake *time.Timer
+	now  func() time.Time
 }
 
 // group is one tenant's share of the workers.
@@ -76,18 +74,12 @@ type slotWaiter struct {
 
 func newScheduler(slots int) *scheduler {
 	s := &scheduler{free: slots, groups: map[string]*group{}, now: time.Now}
-	s.refill = time.AfterFunc(time.Hour, func() {
+	s.wake = time.AfterFunc(time.Hour, func() {
 		s.mu.Lock()
 		s.dispatch()
 		s.mu.Unlock()
 	})
-	s.refill.Stop()
-	s.anticipation = time.AfterFunc(time.Hour, func() {
-		s.mu.Lock()
-		s.dispatch()
-		s.mu.Unlock()
-	})
-	s.anticipation.Stop()
+	s.wake.Stop()
 	return s
 }
 
@@ -174,8 +166,8 @@ func (s *scheduler) releaseLocked(g *group, used time.Duration) {
 }
 
 // dispatch hands free slots to the waiting groups with the least virtual
-// time; a group out of CPU credit is passed over, and the refill timer
-// is set for when the first such group has credit again.
+// time; a group out of CPU credit is passed over, and the wake timer is
+// set for when the first such group has credit again.
 //
 // It anticipates: when a group that gave its last slot back less than
 // anticipationWindow ago has less virtual time than every waiting group,
@@ -199,7 +191,7 @@ func (s *scheduler) dispatch() {
 			break
 		}
 		if left := s.anticipate(now, next); left > 0 {
-			s.anticipation.Reset(left)
+			s.wake.Reset(left)
 			return
 		}
 		w := next.queue[0]
@@ -221,7 +213,7 @@ func (s *scheduler) dispatch() {
 		}
 	}
 	if wait > 0 {
-		s.refill.Reset(wait)
+		s.wake.Reset(wait)
 	}
 }
 

@@ -180,7 +180,7 @@ func TestSchedulerCPULimitThrottlesAGroupEvenWithSlotsFree(t *testing.T) {
 	for _, advance := range []time.Duration{time.Second, 2900 * time.Millisecond, 100 * time.Millisecond} {
 		s.mu.Lock()
 		clock = clock.Add(advance)
-		s.dispatch() // what the refill timer does
+		s.dispatch() // what the wake timer does
 		waiting := len(hog.queue) == 1
 		s.mu.Unlock()
 		if advance != 100*time.Millisecond {
@@ -197,7 +197,7 @@ func TestSchedulerCPULimitThrottlesAGroupEvenWithSlotsFree(t *testing.T) {
 
 // TestSchedulerWakesAGroupWaitingForCreditAlone: with every slot free and
 // nobody else to release one, a group out of CPU credit is still granted
-// its slot once the refill timer fires.
+// its slot once the wake timer fires.
 func TestSchedulerWakesAGroupWaitingForCreditAlone(t *testing.T) {
 	s := newScheduler(2)
 	g := s.group("g", 1, 0, 100, nil) // 100 cores: credit comes back within ms
