@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/compute"
@@ -35,7 +36,7 @@ func (l *Loaded) watchPlugins(ctx context.Context, rt *runtime.Runtime, onReload
 	if len(byDir) == 0 {
 		return func() {}, nil
 	}
-	w, err := watch.New(keysOf(byDir))
+	w, err := watch.New(slices.Collect(maps.Keys(byDir)))
 	if err != nil {
 		return nil, fmt.Errorf("watching plugin directories for reloads: %w", err)
 	}
@@ -144,11 +145,3 @@ func (v *reloadedVersion) Instantiate(ctx context.Context, init *abi.Init) (comp
 
 // Retire closes the version's engine.
 func (v *reloadedVersion) Retire(ctx context.Context) { v.loaded.drop(ctx, v.eng) }
-
-func keysOf[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
