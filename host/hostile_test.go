@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -191,22 +192,13 @@ func (h loadClock) WithGroup(name string) slog.Handler {
 // custom section (id 0) called name holding size zero bytes: every engine
 // accepts and ignores it, so the module computes what wasm computes.
 func appendCustomSection(wasm []byte, name string, size int) []byte {
-	uleb := func(b []byte, v uint64) []byte {
-		for {
-			c := byte(v & 0x7f)
-			v >>= 7
-			if v == 0 {
-				return append(b, c)
-			}
-			b = append(b, c|0x80)
-		}
-	}
-	nameLen := uleb(nil, uint64(len(name)))
+	// WebAssembly's unsigned LEB128 is encoding/binary's uvarint.
+	nameLen := binary.AppendUvarint(nil, uint64(len(name)))
 	content := uint64(len(nameLen) + len(name) + size)
-	out := make([]byte, 0, len(wasm)+1+10+int(content))
+	out := make([]byte, 0, len(wasm)+1+binary.MaxVarintLen64+int(content))
 	out = append(out, wasm...)
 	out = append(out, 0)
-	out = uleb(out, content)
+	out = binary.AppendUvarint(out, content)
 	out = append(out, nameLen...)
 	out = append(out, name...)
 	return append(out, make([]byte, size)...)
