@@ -18,9 +18,11 @@ import (
 // partitions with positions, the queues between computations, each
 // computation partition's last committed epoch, pending timers and state
 // (each key's state size when keys is true), and the sinks' positions. The
-// pipeline must not be running (it holds the directory).
+// pipeline must not be running (it holds the directory). Inspect writes
+// nothing to dir: a directory that does not exist or holds no store is
+// refused with store.ErrNoStore, and none is created.
 func Inspect(w io.Writer, dir string, keys bool) error {
-	st, err := store.Open(dir, store.Options{})
+	st, err := store.Open(dir, store.Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,10 @@ var (
 	// ErrPipelineMismatch is returned by [Store.Bind] when the data
 	// directory belongs to another pipeline.
 	ErrPipelineMismatch = errors.New("store: the data directory belongs to another pipeline")
+	// ErrNoStore is returned by Open with [Options.ReadOnly] when the
+	// data directory does not exist or holds no store: nothing was ever
+	// committed there.
+	ErrNoStore = errors.New("store: no flowhost store in the data directory")
 )
 
 // markerName is the file that records that a data directory holds a store.
@@ -91,6 +95,11 @@ type Options struct {
 	// and exits with status 70: what was committed before is intact, and
 	// a restart resumes from it. Tests run such cases in a child process.
 	OnFatal func(msg string)
+	// ReadOnly opens an existing store to read it (flowhost inspect):
+	// nothing is created or written, and a directory that does not exist
+	// or holds no store is refused with [ErrNoStore]. Writes through a
+	// read-only store fail.
+	ReadOnly bool
 }
 
 // Store is an open data directory. Its methods are safe for concurrent use.
@@ -116,13 +125,17 @@ func DefaultDataDir(name string) (string, error) {
 	return filepath.Join(base, "flowhost", name), nil
 }
 
-// Open opens (creating) the store in dir.
+// Open opens the store in dir, creating it (and dir) unless o.ReadOnly.
 func Open(dir string, o Options) (*Store, error) {
 	fsys := o.FS
 	if fsys == nil {
 		fsys = vfs.Default
 	}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if o.ReadOnly {
+		if err := checkHoldsStore(fsys, dir); err != nil {
+			return nil, err
+		}
+	} else if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, dirError(dir, err)
 	}
 	markerPath := fsys.PathJoin(dir, markerName)
@@ -141,6 +154,7 @@ func Open(dir string, o Options) (*Store, error) {
 		FS:               fsys,
 		Cache:            cache,
 		ErrorIfNotExists: hadStore,
+		ReadOnly:         o.ReadOnly,
 		Logger:           fatalLogger{dir: dir, onFatal: o.OnFatal},
 		// Damage found while reading is returned to the reader as an
 		// error (wrapped in ErrCorrupted); pebble's default would end
@@ -184,6 +198,27 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkHoldsStore refuses, with [ErrNoStore], a dir that does not exist,
+// is not a directory, or has no store marker (no store was ever committed
+// there), without creating anything.
+func checkHoldsStore(fsys vfs.FS, dir string) error {
+	info, err := fsys.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s does not exist (no pipeline has run with this data directory)", ErrNoStore, dir)
+	case err != nil:
+		return dirError(dir, err)
+	case !info.IsDir():
+		return fmt.Errorf("%w: %s is not a directory", ErrNoStore, dir)
+	}
+	if _, err := fsys.Stat(fsys.PathJoin(dir, markerName)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s has no %s (no pipeline has committed to this data directory)", ErrNoStore, dir, markerName)
+	} else if err != nil {
+		return dirError(dir, err)
+	}
+	return nil
 }
 
 // isNotExistText recognises pebble's "does not exist" for a missing

@@ -180,6 +180,40 @@ func TestMissingStoreIsRefusedNotRecreated(t *testing.T) {
 	assert.Contains(t, err.Error(), dir)
 }
 
+// TestReadOnlyOpenCreatesNothing opens a missing directory, an empty one
+// and a store read-only: the first two are refused with ErrNoStore and
+// stay as they were; the store opens, reads, and refuses writes.
+func TestReadOnlyOpenCreatesNothing(t *testing.T) {
+	base := t.TempDir()
+	missing := filepath.Join(base, "never-ran")
+	_, err := Open(missing, Options{ReadOnly: true})
+	require.ErrorIs(t, err, ErrNoStore)
+	require.Contains(t, err.Error(), missing)
+	_, statErr := os.Stat(missing)
+	require.ErrorIs(t, statErr, os.ErrNotExist, "a read-only open created the directory")
+
+	empty := filepath.Join(base, "empty")
+	require.NoError(t, os.Mkdir(empty, 0o755))
+	_, err = Open(empty, Options{ReadOnly: true})
+	require.ErrorIs(t, err, ErrNoStore)
+	entries, err := os.ReadDir(empty)
+	require.NoError(t, err)
+	require.Empty(t, entries, "a read-only open wrote into an empty directory")
+
+	dir := filepath.Join(base, "store")
+	s, err := Open(dir, Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Bind("shape"))
+	require.NoError(t, s.Close())
+	ro, err := Open(dir, Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer ro.Close()
+	require.NoError(t, ro.Bind("shape"), "a read-only store reads what was committed")
+	require.Error(t, ro.Bind("other shape"))
+	_, err = Open(dir, Options{ReadOnly: true})
+	require.ErrorIs(t, err, ErrLocked, "a read-only open still holds the directory")
+}
+
 func TestPipelineMismatch(t *testing.T) {
 	s := openT(t, t.TempDir())
 	require.NoError(t, s.Bind("one"))
