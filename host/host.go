@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,8 +47,13 @@ type RunConfig struct {
 	// TracePath, if set, receives one JSON line per delivery.
 	TracePath string
 	// MetricsAddr is where /metrics is served, such as "127.0.0.1:9464";
-	// empty serves nothing.
+	// empty serves nothing. A busy address fails the run with an error
+	// naming --metrics-addr, unless MetricsFallback is set.
 	MetricsAddr string
+	// MetricsFallback serves on a free port of MetricsAddr's host, and
+	// logs it, when MetricsAddr is in use (another pipeline on the same
+	// machine): the CLI sets it when the user did not choose the address.
+	MetricsFallback bool
 	// CacheDir holds compiled plugins so that a restart does not recompile;
 	// empty means the user's cache directory (os.UserCacheDir)/flowhost.
 	CacheDir string
@@ -149,7 +155,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		return err
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(cfg.MetricsAddr, reg, rt.Status, log, cfg.OnMetricsListen)
+		stop, err := serveMetrics(cfg.MetricsAddr, cfg.MetricsFallback, reg, rt.Status, log, cfg.OnMetricsListen)
 		if err != nil {
 			return err
 		}
@@ -190,7 +196,9 @@ func hasFileSource(p *spec.Pipeline) bool {
 	return false
 }
 
-// fileProgress shows, per file source, the bytes read of the file's size.
+// fileProgress shows, per file source, the bytes read of the file's size;
+// the rates count only what this run read, and a source that reached the
+// end of its file stops being reported while the others go on.
 func fileProgress(rep *progress.Reporter) func(string, connect.FileProgress) {
 	var mu sync.Mutex
 	counters := map[string]*progress.Counter{}
@@ -198,11 +206,14 @@ func fileProgress(rep *progress.Reporter) func(string, connect.FileProgress) {
 		mu.Lock()
 		c, ok := counters[source]
 		if !ok {
-			c = rep.Counter(source+" (bytes)", fp.TotalBytes)
+			c = rep.ResumedCounter(source+" (bytes)", fp.StartBytes, fp.TotalBytes)
 			counters[source] = c
 		}
 		mu.Unlock()
 		c.Set(fp.BytesRead)
+		if fp.Done {
+			c.Done()
+		}
 	}
 }
 
@@ -463,6 +474,76 @@ func ValidatePlugin(dir string) (*plugins.Plugin, []error) {
 	return p, nil
 }
 
+// listenMetrics listens on addr. An address in use (two pipelines on one
+// machine share the default) is either replaced by a free port of the same
+// host, logged, when fallback is set, or refused with an error that names
+// the flag which changes it.
+func listenMetrics(addr string, fallback bool, log *slog.Logger) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	if fallback {
+		if host, _, splitErr := net.SplitHostPort(addr); splitErr == nil {
+			if ln, err := net.Listen("tcp", net.JoinHostPort(host, "0")); err == nil {
+				log.Warn("metrics address in use (another flowhost?): serving metrics on a free port instead; choose one with --metrics-addr",
+					"busy", addr, "addr", ln.Addr().String())
+				return ln, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("--metrics-addr %s: address already in use (another flowhost?); give another with --metrics-addr, or --metrics-addr '' to turn metrics off", addr)
+}
+
+// PluginCheck is what validating one plugin directory found.
+type PluginCheck struct {
+	// Dir is the plugin directory; or the directory given, when it is
+	// neither a plugin directory nor a folder of them.
+	Dir string
+	// Plugin is the plugin; nil when its manifest could not be loaded.
+	Plugin *plugins.Plugin
+	// Errs are the problems found; none means the plugin is valid.
+	Errs []error
+}
+
+// ValidatePlugins checks, with [ValidatePlugin], every plugin directory
+// that dirs stand for, as `flowhost plugin validate` does: each of dirs
+// is a plugin directory or a folder of them, read as `run --plugins`
+// reads it (plugins.DirsIn). It returns one check per plugin directory,
+// in order, and one for each given directory that is neither; a
+// directory reached twice is checked once, and a plugin whose name an
+// earlier one has is reported as a duplicate, as run refuses it.
+func ValidatePlugins(dirs []string) []PluginCheck {
+	var checks []PluginCheck
+	seen := map[string]bool{}
+	manifestOf := map[string]string{} // plugin name -> its manifest
+	for _, given := range dirs {
+		pluginDirs, err := plugins.DirsIn(given)
+		if err != nil {
+			checks = append(checks, PluginCheck{Dir: filepath.Clean(given), Errs: []error{err}})
+		}
+		for _, dir := range pluginDirs {
+			if seen[dir] {
+				continue
+			}
+			seen[dir] = true
+			p, errs := ValidatePlugin(dir)
+			if p != nil {
+				if other, dup := manifestOf[p.Manifest.Name]; dup {
+					errs = append(errs, fmt.Errorf("duplicate plugin name %q: %s and %s", p.Manifest.Name, other, p.ManifestPath()))
+				} else {
+					manifestOf[p.Manifest.Name] = p.ManifestPath()
+				}
+			}
+			checks = append(checks, PluginCheck{Dir: dir, Plugin: p, Errs: errs})
+		}
+	}
+	return checks
+}
+
 func compilationCacheDir(dir string) (string, error) {
 	if dir == "" {
 		base, err := os.UserCacheDir()
@@ -478,11 +559,12 @@ func compilationCacheDir(dir string) (string, error) {
 }
 
 // serveMetrics serves /metrics, and /status (the runtime's Status as
-// JSON), on addr until stop is called.
-func serveMetrics(addr string, g prometheus.Gatherer, status func() runtime.Status, log *slog.Logger, onListen func(string)) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
+// JSON), on addr until stop is called. When addr is in use and fallback is
+// set, it serves on a free port of the same host instead.
+func serveMetrics(addr string, fallback bool, g prometheus.Gatherer, status func() runtime.Status, log *slog.Logger, onListen func(string)) (stop func(), err error) {
+	ln, err := listenMetrics(addr, fallback, log)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))

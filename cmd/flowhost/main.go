@@ -70,6 +70,9 @@ nothing.`,
 				level = slog.LevelDebug
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			// The default metrics port may be another pipeline's: then a
+			// free one is used; an address the user chose is kept or fails.
+			cfg.MetricsFallback = !cmd.Flags().Changed("metrics-addr")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			finished := make(chan struct{})
@@ -161,22 +164,26 @@ func newPlugin() *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "validate DIR...",
 		Short: "Check manifests, checksums, exports, ABI version and imports",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Validate checks each plugin directory given, or each plugin directory in a
+folder of them (as run --plugins reads it), and prints one line per plugin:
+"ok  DIR (...)" or "bad DIR: problem". It exits non-zero if any is bad.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {
+			checks := host.ValidatePlugins(dirs)
 			bad := 0
-			for _, dir := range dirs {
-				p, errs := host.ValidatePlugin(dir)
-				if len(errs) == 0 {
-					fmt.Fprintf(cmd.OutOrStdout(), "ok  %s (%s %s, kinds %v)\n", dir, p.Manifest.Name, p.Manifest.Version, p.Manifest.Kinds)
+			for _, c := range checks {
+				if len(c.Errs) == 0 {
+					m := c.Plugin.Manifest
+					fmt.Fprintf(cmd.OutOrStdout(), "ok  %s (%s %s, kinds %v)\n", c.Dir, m.Name, m.Version, m.Kinds)
 					continue
 				}
 				bad++
-				for _, err := range errs {
-					fmt.Fprintf(cmd.OutOrStdout(), "bad %s: %v\n", dir, err)
+				for _, err := range c.Errs {
+					fmt.Fprintf(cmd.OutOrStdout(), "bad %s: %v\n", c.Dir, err)
 				}
 			}
 			if bad > 0 {
-				return fmt.Errorf("%d of %d plugin directories are invalid", bad, len(dirs))
+				return fmt.Errorf("%d of %d plugin directories are invalid", bad, len(checks))
 			}
 			return nil
 		},
