@@ -81,7 +81,7 @@ func DiscoverPartial(dirs []string) (*Catalog, error) {
 	var errs []error
 	seenDirs := map[string]bool{}
 	for _, given := range dirs {
-		pluginDirs, err := pluginDirsIn(given)
+		pluginDirs, err := DirsIn(given)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -117,10 +117,13 @@ func DiscoverPartial(dirs []string) (*Catalog, error) {
 	return c, c.problems
 }
 
-// pluginDirsIn returns the plugin directories a command-line directory
-// stands for, and an error for what is wrong with it. Subdirectories
-// without a manifest are returned too, so that Load reports them by path.
-func pluginDirsIn(given string) ([]string, error) {
+// DirsIn returns the plugin directories a command-line directory stands
+// for, as Discover reads it: given itself when it holds plugin.yaml,
+// otherwise its direct subdirectories (but those whose names start with
+// '.'), and an error for what is wrong with it (missing, not a directory,
+// an empty folder). Subdirectories without a manifest are returned too,
+// so that Load reports them by path.
+func DirsIn(given string) ([]string, error) {
 	dir := filepath.Clean(given)
 	info, err := os.Stat(dir)
 	if err != nil {
