@@ -80,7 +80,8 @@ type FileSourceConfig struct {
 	// Reject receives every refused line. An error from it stops the run.
 	// Nil makes the first bad line stop the run with its error.
 	Reject func(Rejection) error
-	// Progress, if set, is called after every line and at the end.
+	// Progress, if set, is called after every line and, with Done set,
+	// at the end of the file.
 	Progress func(FileProgress)
 	// Resume is a token from a record's [Record.Resume]: Run continues
 	// with the line after that record. Nil starts at the beginning.
@@ -91,6 +92,12 @@ type FileSourceConfig struct {
 type FileProgress struct {
 	// BytesRead of TotalBytes (the file's size when the run started).
 	BytesRead, TotalBytes int64
+	// StartBytes is where this run started reading: 0, or the position
+	// after what earlier runs read (Resume).
+	StartBytes int64
+	// Done is set on the last call, at the end of the file; BytesRead ==
+	// StartBytes then means there was nothing new to read.
+	Done bool
 	// Records emitted and lines Rejected so far.
 	Records, Rejected int64
 }
@@ -143,7 +150,7 @@ func (s *FileSource) Run(ctx context.Context, emit func(Record) error) error {
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return fmt.Errorf("file source %s: %w", s.cfg.Path, err)
 	}
-	progress.BytesRead = offset
+	progress.BytesRead, progress.StartBytes = offset, offset
 	lines := lineReader{r: bufio.NewReaderSize(f, 64<<10), max: s.cfg.MaxLineBytes}
 	for ; ; lineNo++ {
 		if err := ctx.Err(); err != nil {
@@ -190,6 +197,7 @@ func (s *FileSource) Run(ctx context.Context, emit func(Record) error) error {
 		}
 	}
 	if s.cfg.Progress != nil {
+		progress.Done = true
 		s.cfg.Progress(progress)
 	}
 	return nil

@@ -84,9 +84,10 @@ func TestFileSourceGoodAndBadLines(t *testing.T) {
 
 	last := progress[len(progress)-1]
 	size := int64(len(strings.Join(lines, "\n")))
-	require.Equal(t, FileProgress{BytesRead: size, TotalBytes: size, Records: 3, Rejected: 4}, last)
+	require.Equal(t, FileProgress{BytesRead: size, TotalBytes: size, Records: 3, Rejected: 4, Done: true}, last)
 	for i := 1; i < len(progress); i++ {
 		require.GreaterOrEqual(t, progress[i].BytesRead, progress[i-1].BytesRead)
+		require.Equal(t, i == len(progress)-1, progress[i].Done, "only the last report is done")
 	}
 }
 
@@ -212,6 +213,18 @@ func TestFileSourceResumesAfterEachRecord(t *testing.T) {
 	}
 	all := open(nil)
 	require.Len(t, all, 20)
+
+	// Resumed at the end: nothing is read, and the progress says so.
+	var atEnd []FileProgress
+	src, err := NewFileSource(FileSourceConfig{Path: path, Stream: "s", Partitions: 1, Resume: all[len(all)-1].Resume,
+		Progress: func(p FileProgress) { atEnd = append(atEnd, p) }})
+	require.NoError(t, err)
+	got, err := collect(t, context.Background(), src)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	size := int64(len(strings.Join(lines, "\n")) + 1)
+	require.Equal(t, []FileProgress{{BytesRead: size, TotalBytes: size, StartBytes: size, Done: true}}, atEnd)
+
 	for i, rec := range all {
 		rest := open(rec.Resume)
 		require.Len(t, rest, len(all)-i-1, "after record %d", i)
@@ -220,7 +233,7 @@ func TestFileSourceResumesAfterEachRecord(t *testing.T) {
 			require.Equal(t, all[i+1+j].Payload, rest[j].Payload)
 		}
 	}
-	src, err := NewFileSource(FileSourceConfig{Path: path, Stream: "s", Partitions: 1, Resume: []byte("999999:3")})
+	src, err = NewFileSource(FileSourceConfig{Path: path, Stream: "s", Partitions: 1, Resume: []byte("999999:3")})
 	require.NoError(t, err)
 	_, err = collect(t, context.Background(), src)
 	require.ErrorContains(t, err, "replaced or cut")

@@ -9,6 +9,7 @@ package progress
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -60,6 +61,9 @@ type Reporter struct {
 	mu       sync.Mutex
 	counters []*Counter
 	closed   bool
+	// logMu serialises log lines and the counters' log-mode fields
+	// between the reporting goroutine and Counter.Done.
+	logMu sync.Mutex
 
 	stop    chan struct{}
 	stopped chan struct{}
@@ -70,12 +74,17 @@ type Reporter struct {
 
 // Counter counts the progress of one piece of work.
 type Counter struct {
+	r     *Reporter // nil for a counter that is not displayed
 	name  string
 	count atomic.Int64
 	total atomic.Int64
-	bar   *mpb.Bar // terminal mode
+	// base is the count the counter started at (work done before, such
+	// as what an earlier run read of a file): shown, but not in the rates.
+	base int64
+	done atomic.Bool
+	bar  *mpb.Bar // terminal mode
 
-	// Log mode, touched only by the reporting goroutine.
+	// Log mode, guarded by Reporter.logMu.
 	start     time.Time
 	lastTime  time.Time
 	lastCount int64
@@ -134,7 +143,16 @@ func New(w io.Writer, isTTY bool, opts ...Option) *Reporter {
 // zero or less when unknown (then no percentage is shown). After Close it
 // returns a counter that counts but is not displayed.
 func (r *Reporter) Counter(name string, total int64) *Counter {
-	c := &Counter{name: name, start: r.opts.now()}
+	return r.ResumedCounter(name, 0, total)
+}
+
+// ResumedCounter is Counter for work of which done units were done before
+// it started, such as a file an earlier run read partly: the count starts
+// at done and the rates count only what comes after it, so that resuming
+// at the end of a file shows no work rather than all of it in no time.
+func (r *Reporter) ResumedCounter(name string, done, total int64) *Counter {
+	c := &Counter{name: name, start: r.opts.now(), base: done, lastCount: done}
+	c.count.Store(done)
 	c.total.Store(max(total, 0))
 	c.lastTime = c.start
 	r.mu.Lock()
@@ -142,24 +160,59 @@ func (r *Reporter) Counter(name string, total int64) *Counter {
 	if r.closed {
 		return c
 	}
+	c.r = r
 	if r.tty {
-		c.bar = r.newBar(name, total)
+		c.bar = r.newBar(c, total)
+		c.bar.SetCurrent(done)
 	}
 	r.counters = append(r.counters, c)
 	return c
 }
 
-func (r *Reporter) newBar(name string, total int64) *mpb.Bar {
+func (r *Reporter) newBar(c *Counter, total int64) *mpb.Bar {
+	start := time.Now()
+	speed := decor.Any(func(s decor.Statistics) string {
+		secs := time.Since(start).Seconds()
+		if secs <= 0 {
+			return ""
+		}
+		return fmt.Sprintf(" %.0f/s", float64(s.Current-c.base)/secs)
+	}, decor.WCSyncSpace)
 	if total > 0 {
 		return r.bars.AddBar(total,
-			mpb.PrependDecorators(decor.Name(name, decor.WCSyncSpaceR), decor.CountersNoUnit("%d / %d", decor.WCSyncWidth)),
-			mpb.AppendDecorators(decor.Percentage(decor.WC{W: 5}), decor.AverageSpeed(nil, " %.0f/s", decor.WCSyncSpace)),
+			mpb.PrependDecorators(decor.Name(c.name, decor.WCSyncSpaceR), decor.CountersNoUnit("%d / %d", decor.WCSyncWidth)),
+			mpb.AppendDecorators(decor.Percentage(decor.WC{W: 5}), speed),
 		)
 	}
 	return r.bars.AddSpinner(0,
-		mpb.PrependDecorators(decor.Name(name, decor.WCSyncSpaceR), decor.CurrentNoUnit("%d", decor.WCSyncWidth)),
-		mpb.AppendDecorators(decor.AverageSpeed(nil, " %.0f/s", decor.WCSyncSpace)),
+		mpb.PrependDecorators(decor.Name(c.name, decor.WCSyncSpaceR), decor.CurrentNoUnit("%d", decor.WCSyncWidth)),
+		mpb.AppendDecorators(speed),
 	)
+}
+
+// Done marks the counter's work finished, so that a finished piece of work
+// beside others still running stops being reported: in log mode its
+// "progress done" line (as Close writes it) is written at once and no
+// other follows; on a terminal its bar completes. Done is idempotent, and
+// does nothing after Close (which wrote the final counts).
+func (c *Counter) Done() {
+	r := c.r
+	if r == nil || c.done.Swap(true) {
+		return
+	}
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return
+	}
+	if r.tty {
+		c.finishBar()
+		return
+	}
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	r.logCounter(c, r.opts.now(), "progress done")
 }
 
 // Add counts n more units of work.
@@ -199,7 +252,9 @@ func (r *Reporter) syncBars() {
 		select {
 		case <-ticker.C:
 			for _, c := range r.snapshot() {
-				c.bar.SetCurrent(c.count.Load())
+				if !c.done.Load() {
+					c.bar.SetCurrent(c.count.Load())
+				}
 			}
 		case <-r.stop:
 			return
@@ -207,28 +262,37 @@ func (r *Reporter) syncBars() {
 	}
 }
 
-// logAll writes one line per counter, dated now; the rate is over the time
-// since the previous line.
+// logAll writes one line per counter not yet done, dated now; the rate is
+// over the time since the previous line.
 func (r *Reporter) logAll(now time.Time, msg string) {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
 	for _, c := range r.snapshot() {
-		count := c.count.Load()
-		attrs := []slog.Attr{slog.String("name", c.name), slog.Int64("count", count)}
-		if total := c.total.Load(); total > 0 {
-			attrs = append(attrs, slog.Int64("total", total), slog.Float64("percent", roundTo(100*float64(count)/float64(total), 1)))
+		if !c.done.Load() {
+			r.logCounter(c, now, msg)
 		}
-		if secs := now.Sub(c.lastTime).Seconds(); secs > 0 {
-			attrs = append(attrs, slog.Float64("rate_per_s", roundTo(float64(count-c.lastCount)/secs, 1)))
-		}
-		if msg != "progress" {
-			if secs := now.Sub(c.start).Seconds(); secs > 0 {
-				attrs = append(attrs, slog.Float64("average_per_s", roundTo(float64(count)/secs, 1)))
-			}
-		}
-		c.lastTime, c.lastCount = now, count
-		rec := slog.NewRecord(now, slog.LevelInfo, msg, 0)
-		rec.AddAttrs(attrs...)
-		_ = r.logger.Handler().Handle(context.Background(), rec)
 	}
+}
+
+// logCounter writes c's line; r.logMu is held.
+func (r *Reporter) logCounter(c *Counter, now time.Time, msg string) {
+	count := c.count.Load()
+	attrs := []slog.Attr{slog.String("name", c.name), slog.Int64("count", count)}
+	if total := c.total.Load(); total > 0 {
+		attrs = append(attrs, slog.Int64("total", total), slog.Float64("percent", roundTo(100*float64(count)/float64(total), 1)))
+	}
+	if secs := now.Sub(c.lastTime).Seconds(); secs > 0 {
+		attrs = append(attrs, slog.Float64("rate_per_s", roundTo(float64(count-c.lastCount)/secs, 1)))
+	}
+	if msg != "progress" {
+		if secs := now.Sub(c.start).Seconds(); secs > 0 {
+			attrs = append(attrs, slog.Float64("average_per_s", roundTo(float64(count-c.base)/secs, 1)))
+		}
+	}
+	c.lastTime, c.lastCount = now, count
+	rec := slog.NewRecord(now, slog.LevelInfo, msg, 0)
+	rec.AddAttrs(attrs...)
+	_ = r.logger.Handler().Handle(context.Background(), rec)
 }
 
 func roundTo(v float64, decimals int) float64 {
@@ -256,6 +320,9 @@ func (r *Reporter) Close() {
 		return
 	}
 	for _, c := range counters {
+		if c.done.Load() {
+			continue // its bar completed
+		}
 		count := c.count.Load()
 		if total := c.total.Load(); total > 0 && count < total {
 			c.bar.SetCurrent(count)
@@ -266,4 +333,10 @@ func (r *Reporter) Close() {
 		c.bar.SetTotal(-1, true)
 	}
 	r.bars.Wait()
+}
+
+// finishBar completes c's bar at its count.
+func (c *Counter) finishBar() {
+	c.bar.SetCurrent(c.count.Load())
+	c.bar.SetTotal(-1, true)
 }

@@ -69,6 +69,44 @@ func TestLogModeSetTotal(t *testing.T) {
 	require.Equal(t, `time=1970-01-01T00:00:04.000Z level=INFO msg="progress done" name=files count=3 total=12 percent=25 rate_per_s=0.8 average_per_s=0.8`+"\n", out.String())
 }
 
+// TestLogModeDoneAndResumed checks that a counter marked done writes its
+// final line at once and is not reported again while others go on, and
+// that a resumed counter's rates leave out what was done before it.
+func TestLogModeDoneAndResumed(t *testing.T) {
+	start := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	clock := start
+	var out bytes.Buffer
+	ticks := make(chan time.Time)
+	reported := make(chan struct{})
+	r := New(&out, false, WithTicks(ticks), WithClock(func() time.Time { return clock }))
+	r.reported = func() { reported <- struct{}{} }
+	tick := func(at time.Time) {
+		ticks <- at
+		<-reported
+	}
+
+	finished := r.ResumedCounter("finished", 1000, 1000) // resumed at its end
+	live := r.Counter("live", 0)
+	clock = start.Add(2 * time.Second)
+	finished.Done()
+	finished.Done() // idempotent
+	live.Add(30)
+	tick(start.Add(10 * time.Second))
+	live.Add(20)
+	tick(start.Add(20 * time.Second))
+	clock = start.Add(25 * time.Second)
+	r.Close()
+	finished.Done() // after Close: nothing
+
+	want := []string{
+		`time=2024-05-01T12:00:02.000Z level=INFO msg="progress done" name=finished count=1000 total=1000 percent=100 rate_per_s=0 average_per_s=0`,
+		`time=2024-05-01T12:00:10.000Z level=INFO msg=progress name=live count=30 rate_per_s=3`,
+		`time=2024-05-01T12:00:20.000Z level=INFO msg=progress name=live count=50 rate_per_s=2`,
+		`time=2024-05-01T12:00:25.000Z level=INFO msg="progress done" name=live count=50 rate_per_s=0 average_per_s=2`,
+	}
+	require.Equal(t, want, strings.Split(strings.TrimSpace(out.String()), "\n"))
+}
+
 func TestTerminalMode(t *testing.T) {
 	var out syncBuffer
 	r := New(&out, true)

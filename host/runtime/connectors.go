@@ -134,7 +134,7 @@ func (r *Runtime) openSource(ss *spec.Source, resume []byte) (Source, error) {
 	case spec.SourceFile:
 		return connect.NewFileSource(connect.FileSourceConfig{
 			Path: ss.File.Path, Stream: ss.Stream, Partitions: ss.Partitions, PartitionBy: ss.PartitionBy,
-			Reject: reject, Progress: r.opts.fileProgress(ss.Name), Resume: resume,
+			Reject: reject, Progress: r.fileProgress(ss), Resume: resume,
 		})
 	case spec.SourceHTTP:
 		return connect.NewHTTPSource(connect.HTTPSourceConfig{
@@ -410,10 +410,18 @@ func (l storeSinkLog) Read(from int64, fn func(n int64, line []byte) error) erro
 }
 
 // fileProgress reports a file source's progress through the runtime's
-// progress hook, if any.
-func (o *options) fileProgress(source string) func(connect.FileProgress) {
-	if o.progress == nil {
-		return nil
+// progress hook, if any, and logs when a file source resumed at the end of
+// its file: a finished pipeline run again reads nothing, which would
+// otherwise look like a run that did nothing for no reason.
+func (r *Runtime) fileProgress(ss *spec.Source) func(connect.FileProgress) {
+	hook := r.opts.progress
+	return func(fp connect.FileProgress) {
+		if fp.Done && fp.StartBytes > 0 && fp.BytesRead == fp.StartBytes {
+			r.log.Info("file source: nothing new to read: an earlier run on this data directory read the file to its end",
+				"source", ss.Name, "path", ss.File.Path, "bytes", fp.BytesRead, "to_read_it_again", "--from "+ss.Name+"=0")
+		}
+		if hook != nil {
+			hook(ss.Name, fp)
+		}
 	}
-	return func(fp connect.FileProgress) { o.progress(source, fp) }
 }
