@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host"
+	"github.com/flowhost/flowhost/host/progress"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/host/store"
@@ -26,7 +27,8 @@ var version = "dev"
 
 func main() {
 	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "flowhost:", err)
+		// A spec error is shown with its lines of the spec and a caret.
+		fmt.Fprintln(os.Stderr, "flowhost:", spec.FormatError(err, progress.IsTerminal(os.Stderr)))
 		os.Exit(1)
 	}
 }

@@ -66,7 +66,9 @@ func (l ErrorList) Unwrap() []error {
 
 // FormatError renders err for a terminal: each spec error followed by the
 // lines of the spec around it with a caret under the offending column (goccy's
-// error printer), optionally in color. Other errors are rendered with Error.
+// error printer), optionally in color; what an error wrapping the spec errors
+// says before them is kept as their first line. Other errors are rendered with
+// Error.
 func FormatError(err error, colored bool) string {
 	var list ErrorList
 	if !errors.As(err, &list) {
@@ -76,13 +78,19 @@ func FormatError(err error, colored bool) string {
 		}
 		list = ErrorList{one}
 	}
-	parts := make([]string, len(list))
-	for i, e := range list {
-		parts[i] = e.Error()
+	parts := make([]string, 0, len(list)+1)
+	if text, inner := err.Error(), list.Error(); len(inner) > 0 {
+		if i := strings.Index(text, inner); i > 0 {
+			parts = append(parts, strings.TrimRight(text[:i], " \n"))
+		}
+	}
+	for _, e := range list {
+		part := e.Error()
 		if e.token != nil {
 			var p printer.Printer
-			parts[i] += "\n" + p.PrintErrorToken(e.token, colored)
+			part += "\n" + p.PrintErrorToken(e.token, colored)
 		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "\n")
 }

@@ -284,6 +284,22 @@ func TestErrorFormats(t *testing.T) {
 	_, err = Parse("two.yaml", []byte("name: p\nsources: [{name: in, type: generator, stream: s, partitions: 0}]\nsinks: [{name: o, type: stdout}]\n"))
 	require.Len(t, errorList(t, err), 2)
 	require.Equal(t, 2, strings.Count(FormatError(err, false), "two.yaml:"), "every error is formatted")
+
+	wrapped := FormatError(fmt.Errorf("tenant t: %w", err), false)
+	require.True(t, strings.HasPrefix(wrapped, "tenant t:\ntwo.yaml:"), "what the wrapping error says comes first:\n%s", wrapped)
+}
+
+// TestSyntaxErrorFormat checks that a YAML syntax error keeps its
+// file:line:column and is shown with the offending line and a caret.
+func TestSyntaxErrorFormat(t *testing.T) {
+	_, err := Parse("broken.yaml", []byte("name: p\nsources: [{name: in, type: generator\nsinks: []\n"))
+	list := errorList(t, err)
+	require.Len(t, list, 1)
+	formatted := FormatError(err, false)
+	require.True(t, strings.HasPrefix(formatted, list[0].Error()+"\n"), formatted)
+	require.Regexp(t, `^broken\.yaml:\d+:\d+: `, list[0].Error())
+	require.Contains(t, formatted, "|")
+	require.Contains(t, formatted, "^")
 }
 
 func TestParseFileErrors(t *testing.T) {
