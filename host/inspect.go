@@ -11,6 +11,7 @@ import (
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/host/store"
+	"github.com/flowhost/flowhost/internal/suggest"
 	"github.com/flowhost/flowhost/ordering"
 )
 
@@ -143,7 +144,11 @@ func ParseReplay(values []string, pipe *spec.Pipeline) (map[string]runtime.Repla
 			for i, s := range pipe.Sources {
 				names[i] = s.Name
 			}
-			return nil, fmt.Errorf("--from %q: the pipeline has no source %q (sources: %s)", v, name, strings.Join(names, ", "))
+			hint := suggest.DidYouMean(name, names)
+			if hint != "" {
+				hint = "; " + hint
+			}
+			return nil, fmt.Errorf("--from %q: the pipeline has no source %q%s (sources: %s)", v, name, hint, strings.Join(names, ", "))
 		}
 		out[name] = rp
 	}

@@ -193,7 +193,7 @@ func (c *Catalog) Lookup(name string) (*Plugin, error) {
 	for i, p := range c.sorted {
 		names[i] = p.Manifest.Name
 	}
-	return nil, fmt.Errorf("%w %q; known plugins: %s%s", ErrUnknownPlugin, name, strings.Join(names, ", "), also)
+	return nil, fmt.Errorf("%w %q%s; known plugins: %s%s", ErrUnknownPlugin, name, didYouMean(name, names), strings.Join(names, ", "), also)
 }
 
 // All returns the plugins sorted by name, in a new slice.

@@ -202,7 +202,9 @@ func TestLookup(t *testing.T) {
 
 	_, err = c.Lookup("jion")
 	require.ErrorIs(t, err, ErrUnknownPlugin)
-	require.EqualError(t, err, `unknown plugin "jion"; known plugins: enrich, join`)
+	require.EqualError(t, err, `unknown plugin "jion" (did you mean "join"?); known plugins: enrich, join`)
+	_, err = c.Lookup("window")
+	require.EqualError(t, err, `unknown plugin "window"; known plugins: enrich, join`, "no hint for a name close to none")
 
 	empty, err := Discover(nil)
 	require.NoError(t, err)

@@ -12,6 +12,8 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/flowhost/flowhost/internal/suggest"
 )
 
 // ParseManifest parses and checks the manifest data read from path; path
@@ -280,7 +282,7 @@ func (p *manifestParser) entries(parent string, n ast.Node, known []string) []en
 		}
 		field := joinField(parent, name)
 		if !slices.Contains(known, name) {
-			p.errorf(keyAt, field, "unknown field %q%s; known fields: %s", name, suggest(name, known), strings.Join(known, ", "))
+			p.errorf(keyAt, field, "unknown field %q%s; known fields: %s", name, didYouMean(name, known), strings.Join(known, ", "))
 			continue
 		}
 		e := entry{key: name, field: field, keyAt: keyAt, value: mv.Value, valueAt: valuePos(mv.Value, keyAt)}
@@ -300,39 +302,13 @@ func joinField(parent, name string) string {
 	return parent + "." + name
 }
 
-// suggest returns a "did you mean" hint when name is a likely typo of a
-// known field.
-func suggest(name string, known []string) string {
-	best, bestDist := "", 3
-	for _, k := range known {
-		if d := editDistance(name, k); d < bestDist {
-			best, bestDist = k, d
-		}
+// didYouMean returns a " (did you mean ...?)" hint when name is a likely
+// typo of a known name.
+func didYouMean(name string, known []string) string {
+	if hint := suggest.DidYouMean(name, known); hint != "" {
+		return " (" + hint + ")"
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }
 
 func isNull(n ast.Node) bool {

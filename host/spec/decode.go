@@ -12,6 +12,8 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/flowhost/flowhost/internal/suggest"
 )
 
 // The decoder walks goccy's AST itself rather than calling yaml.Unmarshal,
@@ -445,39 +447,14 @@ func (d *decoder) decodeStruct(n ast.Node, path string, v reflect.Value) {
 
 // unknownField says which field was probably meant, or lists them all.
 func unknownField(key string, info *structInfo) string {
-	best, bestDist := "", math.MaxInt
 	names := make([]string, len(info.fields))
 	for i, f := range info.fields {
 		names[i] = f.name
-		if dist := editDistance(key, f.name); dist < bestDist {
-			best, bestDist = f.name, dist
-		}
 	}
-	if bestDist <= 2 && bestDist < len(key) {
-		return fmt.Sprintf("unknown field; did you mean %q?", best)
+	if hint := suggest.DidYouMean(key, names); hint != "" {
+		return "unknown field; " + hint
 	}
 	return "unknown field; expected one of " + strings.Join(names, ", ")
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func (d *decoder) decodeSlice(n ast.Node, path string, v reflect.Value) {

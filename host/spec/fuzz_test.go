@@ -29,6 +29,9 @@ func FuzzParse(f *testing.F) {
 		"name: p\n---\nname: q\n",
 		preamble + "computations: [{name: c, plugin: p, input_streams: [s], parameters: {x: .nan, y: -.inf, z: \"0x10\", v: '1e3', m: 18446744073709551615, n: -9223372036854775808, dt: 2024-01-01}}]\n",
 		"name: p\nsources: [{name: in, type: generator, stream: s, generator: {rate: 1e300, seed: -9223372036854775808}}]\n",
+		// A misspelled stream (did you mean) and a syntax error (source context).
+		"name: p\nstreams: [{name: ordres}]\nsources: [{name: in, type: generator, stream: orders}]\ncomputations: [{name: c, plugin: p, input_streams: [ordrs, ordres], input_ordering: {stream_delays: {order: 1m}}}]\n",
+		"name: p\nsources:\n  - name: in\n    type: generator\n     stream: s\n",
 	} {
 		f.Add([]byte(seed))
 	}

@@ -251,7 +251,11 @@ func (v *validator) tenants() {
 	}
 	tenantRef := func(path, name string) {
 		if name != "" && v.p.Tenant(name) == nil {
-			v.errorf(path, "unknown tenant %q; expected one of tenants (%s)", name, v.tenantNames())
+			names := make([]string, len(v.p.Tenants))
+			for i := range v.p.Tenants {
+				names[i] = v.p.Tenants[i].Name
+			}
+			v.errorf(path, "unknown tenant %q; expected one of tenants (%s)%s", name, v.tenantNames(), didYouMean(name, names))
 		}
 	}
 	for i := range v.p.Sources {

@@ -87,6 +87,8 @@ func TestTenantErrorsNameTheField(t *testing.T) {
 		{"duplicate", base("tenants:\n  - {name: a, plugin_dirs: [d]}\n  - {name: a, plugin_dirs: [e]}\n", "", ""), `tenants[1].name: duplicate tenant name "a"; first defined at 3:12`},
 		{"unknown tenant", base(tenantA, "", "computations:\n  - {name: c, plugin: p, tenant: b, input_streams: [in]}\n"),
 			`computations[0].tenant: unknown tenant "b"; expected one of tenants (a)`},
+		{"misspelled tenant", base("tenants:\n  - {name: acme, plugin_dirs: [d]}\n", "", "computations:\n  - {name: c, plugin: p, tenant: acne, input_streams: [in]}\n"),
+			`computations[0].tenant: unknown tenant "acne"; expected one of tenants (acme); did you mean "acme"?` + "\n"},
 		{"unknown source tenant", "name: x\nsources:\n  - {name: s, type: generator, stream: in, tenant: z}\n",
 			`sources[0].tenant: unknown tenant "z"; expected one of tenants (none declared)`},
 		{"unknown share", base(tenantA, "streams:\n  - {name: in, shared_with: [b]}\n", ""), `streams[0].shared_with[0]: unknown tenant "b"`},
@@ -97,7 +99,7 @@ func TestTenantErrorsNameTheField(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := spec.Parse("x.yaml", []byte(c.spec))
 			require.Error(t, err)
-			require.True(t, strings.Contains(err.Error(), c.want), "got:\n%v\nwant a line containing:\n%s", err, c.want)
+			require.True(t, strings.Contains(err.Error()+"\n", c.want), "got:\n%v\nwant a line containing:\n%s", err, c.want)
 		})
 	}
 	for _, shared := range []string{"[b]", `["*"]`} {

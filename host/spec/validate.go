@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/flowhost/flowhost/internal/suggest"
 )
 
 // nameExpected describes a valid name. Names end up in file names, metric
@@ -238,7 +240,7 @@ func (v *validator) computations() {
 		delays := fieldPath(path, "input_ordering.stream_delays")
 		for _, s := range sortedKeys(c.InputOrdering.StreamDelays) {
 			if !slices.Contains(c.InputStreams, s) {
-				v.errorf(keyPath(delays, s), "stream %q is not an input of this computation; expected one of its input_streams", s)
+				v.errorf(keyPath(delays, s), "stream %q is not an input of this computation; expected one of its input_streams%s", s, didYouMean(s, c.InputStreams))
 			}
 			if d := c.InputOrdering.StreamDelays[s]; d < 0 {
 				v.errorf(keyPath(delays, s), "expected a non-negative delay; got %v", d)
@@ -384,6 +386,7 @@ func (v *validator) references() {
 		}
 	}
 	read := map[string]bool{}
+	written := sortedKeys(writers)
 	for _, r := range v.p.readerRefs() {
 		if !validName(r.stream) {
 			continue
@@ -393,9 +396,10 @@ func (v *validator) references() {
 			continue
 		}
 		if _, ok := declared[r.stream]; ok {
-			v.errorf(r.path, "stream %q has no writer: no source or computation writes it", r.stream)
+			v.errorf(r.path, "stream %q has no writer: no source or computation writes it%s", r.stream, didYouMean(r.stream, written))
 		} else {
-			v.errorf(r.path, "stream %q is not declared: no source or computation writes it and streams does not list it", r.stream)
+			v.errorf(r.path, "stream %q is not declared: no source or computation writes it and streams does not list it%s", r.stream,
+				didYouMean(r.stream, slices.Concat(written, sortedKeys(declared))))
 		}
 	}
 	for i, s := range v.p.Streams {
@@ -507,6 +511,16 @@ func shortestCycle(edges [][]edge, start int, scc []int) []edge {
 		}
 	}
 	return nil // unreachable for a component with a cycle
+}
+
+// didYouMean is the "; did you mean" end of a message about a name that
+// matches none of known, or "" when none is close: one rule
+// (suggest.Closest) for every name a spec refers to.
+func didYouMean(name string, known []string) string {
+	if hint := suggest.DidYouMean(name, known); hint != "" {
+		return "; " + hint
+	}
+	return ""
 }
 
 func sortedKeys[V any](m map[string]V) []string {
