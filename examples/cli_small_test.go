@@ -240,3 +240,43 @@ sinks:
 	out := stderr.String()
 	require.Equal(t, 1, strings.Count(out, doneLine), "the file source's progress ends once; stderr:\n%s", out)
 }
+
+// TestCLISpecErrorsShowTheirSource runs a spec with a YAML syntax error
+// and one with a misspelled stream: each error keeps file:line:column and
+// is followed by the offending line of the spec with a caret under it;
+// the misspelled stream gets a "did you mean".
+func TestCLISpecErrorsShowTheirSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, spec string
+		// want are the lines stderr must hold, in order.
+		want []string
+	}{
+		{"syntax.yaml", "name: p\nsources: [{name: in, type: generator, stream: s}\nsinks: [{name: o, type: stdout, streams: [s]}]\n", []string{
+			"flowhost: " + filepath.Join(dir, "syntax.yaml") + ":3:1: ",
+			">  3 | sinks: [{name: o, type: stdout, streams: [s]}]",
+			"       ^",
+		}},
+		{"misspelled.yaml", "name: p\nsources: [{name: in, type: generator, stream: orders}]\nsinks: [{name: o, type: stdout, streams: [ordrs]}]\n", []string{
+			"flowhost: " + filepath.Join(dir, "misspelled.yaml") + `:3:43: sinks[0].streams[0]: stream "ordrs" is not declared: no source or computation writes it and streams does not list it; did you mean "orders"?`,
+			">  3 | sinks: [{name: o, type: stdout, streams: [ordrs]}]",
+			strings.Repeat(" ", len(">  3 | ")+42) + "^",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := filepath.Join(dir, tc.name)
+			require.NoError(t, os.WriteFile(spec, []byte(tc.spec), 0o644))
+			_, stderr, err := flowhostRun(t, "run", "-f", spec, "--plugins", env.plugins, "--metrics-addr", "", "--in-memory")
+			requireExitFailure(t, err, stderr)
+			at := 0
+			got := lines(stderr)
+			for _, want := range tc.want {
+				for at < len(got) && !strings.HasPrefix(got[at], want) {
+					at++
+				}
+				require.Less(t, at, len(got), "no line %q (after the previous ones) in stderr:\n%s", want, stderr)
+			}
+		})
+	}
+}
