@@ -321,6 +321,10 @@ func (v *validator) sinks() {
 		if s.HTTP != nil {
 			v.http(fieldPath(path, "http"), s.HTTP)
 		}
+		if s.Type == SinkHTTP && s.Format != FormatJSON {
+			// It would be ignored: subscribers are served JSON lines.
+			v.errorf(fieldPath(path, "format"), "an http sink always serves json lines; format %s is only for file and stdout sinks", s.Format)
+		}
 	}
 }
 
