@@ -137,7 +137,9 @@ partition with its retained, appended and routed offsets and watermark; the
 committed messages still queued for each computation partition and sink; each
 computation partition's last committed epoch, pending timers and state size
 (per key with --keys); and each sink's committed position. The pipeline must
-not be running: it holds its data directory.`,
+not be running: it holds its data directory. Inspect only reads: a directory
+that does not exist or holds no store (with -f: a pipeline that never ran) is
+refused, and nothing is created.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {

@@ -193,7 +193,7 @@ func (r *Reporter) newBar(c *Counter, total int64) *mpb.Bar {
 // Done marks the counter's work finished, so that a finished piece of work
 // beside others still running stops being reported: in log mode its
 // "progress done" line (as Close writes it) is written at once and no
-// other follows; on a terminal its bar completes. Done is idempotent, and
+// other follows; on a terminal its bar completes at its count. Done is idempotent, and
 // does nothing after Close (which wrote the final counts).
 func (c *Counter) Done() {
 	r := c.r

@@ -113,12 +113,15 @@ func TestTerminalMode(t *testing.T) {
 	known := r.Counter("replay", 10)
 	unknown := r.Counter("generated", 0)
 	short := r.Counter("aborted", 100)
+	resumed := r.ResumedCounter("resumed", 40, 50)
 	known.Add(10)
 	unknown.Add(7)
 	short.Add(3)
-	r.Close() // must not hang on bars of unknown or unreached totals
+	resumed.Add(5)
+	resumed.Done() // its work ended: the bar completes at its count, before Close
+	r.Close()      // must not hang on bars of unknown or unreached totals, or done ones
 	text := out.String()
-	for _, want := range []string{"replay", "10 / 10", "generated", "aborted", "3 / 100"} {
+	for _, want := range []string{"replay", "10 / 10", "generated", "aborted", "3 / 100", "resumed", "45 / 45"} {
 		require.Contains(t, text, want)
 	}
 }
