@@ -91,6 +91,8 @@ func TestInspectShowsPositionsQueuesEpochsTimersAndState(t *testing.T) {
 	require.Len(t, regexp.MustCompile(`(?m)^  keep/p[01]\s+[1-9]\d*\s+0\s+[1-7]\s+\d+ B`).FindAllString(text, -1), 2, "epoch, no timers left, keys and state size of both partitions")
 	require.Len(t, regexp.MustCompile(`(?m)^  \["k\d"\]\s+\d+ bytes$`).FindAllString(text, -1), 7, "every key's state size")
 
-	err = host.Inspect(io.Discard, t.TempDir()+"/missing", false)
-	require.NoError(t, err, "an empty directory is a new, empty store")
+	missing := t.TempDir() + "/missing"
+	err = host.Inspect(io.Discard, missing, false)
+	require.ErrorIs(t, err, store.ErrNoStore, "a directory without a store is refused, not created")
+	require.NoDirExists(t, missing)
 }
