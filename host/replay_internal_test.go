@@ -3,7 +3,27 @@ package host
 import (
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flowhost/flowhost/host/spec"
 )
+
+// TestParseReplayUnknownSource checks that --from with a source the
+// pipeline lacks names the sources, and the one probably meant.
+func TestParseReplayUnknownSource(t *testing.T) {
+	pipe := &spec.Pipeline{Sources: []spec.Source{{Name: "orders-in"}, {Name: "payments-in"}}}
+	for _, tc := range []struct{ from, want string }{
+		{"order-in=0", `--from "order-in=0": the pipeline has no source "order-in"; did you mean "orders-in"? (sources: orders-in, payments-in)`},
+		{"clicks=0", `--from "clicks=0": the pipeline has no source "clicks" (sources: orders-in, payments-in)`},
+	} {
+		_, err := ParseReplay([]string{tc.from}, pipe)
+		require.EqualError(t, err, tc.want)
+	}
+	got, err := ParseReplay([]string{"orders-in=3"}, pipe)
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), got["orders-in"].Offset)
+}
 
 func TestParseReplayPosition(t *testing.T) {
 	for _, tc := range []struct {
