@@ -143,6 +143,16 @@ func TestCLIPluginValidateFolder(t *testing.T) {
 	require.Contains(t, stdout, "bad "+filepath.Join(folder, "not-a-plugin")+": ")
 	require.Contains(t, stdout, "no manifest")
 	require.Contains(t, stderr, "1 of 2 plugin directories are invalid")
+
+	// Two plugins of one name, which run --plugins refuses.
+	twice := t.TempDir()
+	for _, dir := range []string{"a", "b"} {
+		require.NoError(t, os.CopyFS(filepath.Join(twice, dir), os.DirFS(filepath.Join(env.plugins, "enrich"))))
+	}
+	stdout, stderr, err = flowhostRun(t, "plugin", "validate", twice)
+	requireExitFailure(t, err, stderr)
+	require.Contains(t, stdout, "ok  "+filepath.Join(twice, "a")+" (enrich ")
+	require.Contains(t, stdout, "bad "+filepath.Join(twice, "b")+`: duplicate plugin name "enrich": `+filepath.Join(twice, "a", "plugin.yaml"))
 }
 
 // TestCLIFinishedFilePipelineRunAgain runs a file pipeline to its end,
