@@ -11,8 +11,8 @@ import (
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/host/store"
-	"github.com/flowhost/flowhost/internal/suggest"
 	"github.com/flowhost/flowhost/ordering"
+	"github.com/flowhost/flowhost/plugins/suggest"
 )
 
 // Inspect writes what the data directory dir holds: streams and their

@@ -13,7 +13,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
-	"github.com/flowhost/flowhost/internal/suggest"
+	"github.com/flowhost/flowhost/plugins/suggest"
 )
 
 // ParseManifest parses and checks the manifest data read from path; path

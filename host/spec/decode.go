@@ -13,7 +13,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
 
-	"github.com/flowhost/flowhost/internal/suggest"
+	"github.com/flowhost/flowhost/plugins/suggest"
 )
 
 // The decoder walks goccy's AST itself rather than calling yaml.Unmarshal,

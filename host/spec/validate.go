@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flowhost/flowhost/internal/suggest"
+	"github.com/flowhost/flowhost/plugins/suggest"
 )
 
 // nameExpected describes a valid name. Names end up in file names, metric

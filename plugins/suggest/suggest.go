@@ -1,6 +1,8 @@
 // Package suggest finds the name a user probably meant, for the "did you
 // mean" hints of flowhost's error messages (spec fields, stream, tenant,
-// source and plugin names), so that every such hint follows one rule.
+// source and plugin names), so that every such hint follows one rule. It lives under plugins, the
+// lowest package that gives such hints, so that host/spec can share it
+// without an arrow pointing back.
 package suggest
 
 import "fmt"
