@@ -1,0 +1,182 @@
+package examples_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flowhost/flowhost/host/connect"
+)
+
+// idleSpec is a file source and an HTTP source feeding one window-count
+// computation. Nobody posts to the HTTP source, and its idle timeout is
+// half a second.
+const idleSpec = `name: idle-http
+sources:
+  - name: clicks-in
+    type: file
+    stream: clicks
+    file: {path: clicks.jsonl}
+    watermark: {out_of_orderness_bound: 30s}
+  - name: live-in
+    type: http
+    stream: live
+    http: {listen: "%s", path: /clicks}
+    watermark: {idle_partitions: {duration: 500ms}}
+computations:
+  - name: per-user
+    plugin: window-count
+    group_by: [user]
+    input_streams: [clicks, live]
+    output_streams: [counts]
+    parameters: {window: 1m}
+sinks:
+  - {name: console, type: stdout, format: json, streams: [counts]}
+`
+
+// freeAddr returns a loopback address with a port that was free a moment
+// ago, for a spec that must name its port so that the test can post to it.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// lineCollector keeps the lines a process writes, for polling.
+type lineCollector struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (c *lineCollector) collect(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		c.mu.Lock()
+		c.lines = append(c.lines, sc.Text())
+		c.mu.Unlock()
+	}
+}
+
+func (c *lineCollector) snapshot() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.lines...)
+}
+
+// TestCLIIdleHTTPSourceDoesNotHoldBackTimers runs, with the built binary,
+// a pipeline whose HTTP source never receives anything beside a file
+// source: once the HTTP source has been idle for its idle timeout it is
+// left out of the computation's event watermark, so the file's event time
+// closes every window while the run goes on (before this, nothing was
+// emitted until the run was stopped, and then the timers were left
+// pending). A record posted afterwards, far behind, makes the source
+// rejoin; it is late, and counted in a window of its own rather than
+// dropped. Then SIGINT stops the run.
+func TestCLIIdleHTTPSourceDoesNotHoldBackTimers(t *testing.T) {
+	t.Parallel()
+	const minute = int64(time.Minute)
+	start := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	type win struct {
+		user  string
+		start int64
+	}
+	want := map[win]int64{}
+	var recs []recordLine
+	users := []string{"ann", "bob", "cy"}
+	for i := range 90 {
+		event := start + int64(i)*int64(4*time.Second) // six minutes of clicks, in order
+		user := users[i%len(users)]
+		recs = append(recs, recordLine{Write: event, Event: event, Payload: map[string]string{"user": user}})
+		want[win{user, event / minute * minute}]++
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "clicks.jsonl"), jsonLines(t, recs), 0o644))
+	addr := freeAddr(t)
+	specPath := filepath.Join(dir, "idle.yaml")
+	require.NoError(t, os.WriteFile(specPath, fmt.Appendf(nil, idleSpec, addr), 0o644))
+
+	cmd := exec.Command(env.flowhost, "run", "-f", specPath, "--plugins", env.plugins,
+		"--metrics-addr", "", "--cache-dir", env.cache, "--data-dir", filepath.Join(dir, "data"))
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr lineCollector
+	errPipe, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var out lineCollector
+	var readers sync.WaitGroup
+	readers.Go(func() { out.collect(stdout) })
+	readers.Go(func() { stderr.collect(errPipe) })
+	exited := make(chan error, 1)
+	go func() { readers.Wait(); exited <- cmd.Wait() }()
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+
+	counts := func() map[win][]int64 {
+		got := map[win][]int64{}
+		for _, l := range out.snapshot() {
+			var rec connect.SinkRecord
+			require.NoError(t, json.Unmarshal([]byte(l), &rec), "stdout line %q", l)
+			var p struct {
+				Key         string `json:"key"` // a one-field key is the field's value
+				WindowStart int64    `json:"window_start"`
+				Count       int64    `json:"count"`
+			}
+			require.NoError(t, json.Unmarshal(rec.Payload, &p), "payload %s", rec.Payload)
+			w := win{p.Key, p.WindowStart}
+			got[w] = append(got[w], p.Count)
+		}
+		return got
+	}
+	require.Eventually(t, func() bool { return len(out.snapshot()) >= len(want) }, 2*time.Minute, 10*time.Millisecond,
+		"every window is emitted while the HTTP source stays silent; stderr:\n%s", strings.Join(stderr.snapshot(), "\n"))
+	got := counts()
+	for w, n := range want {
+		require.Equal(t, []int64{n}, got[w], "window %v", w)
+	}
+	require.Len(t, got, len(want))
+
+	// A record far behind the watermark rejoins the HTTP source; it is
+	// counted, late, in a window emitted again with just it.
+	late := win{"ann", start}
+	body := fmt.Sprintf(`{"event_ts": %d, "payload": {"user": "ann"}}`, start+int64(time.Second))
+	resp, err := http.Post("http://"+addr+"/clicks", "application/x-ndjson", strings.NewReader(body))
+	require.NoError(t, err)
+	respBody, _ := io.ReadAll(resp.Body)
+	require.NoError(t, resp.Body.Close())
+	require.Less(t, resp.StatusCode, 300, "POST answered %s", respBody)
+	require.Eventually(t, func() bool { return len(out.snapshot()) > len(want) }, time.Minute, 10*time.Millisecond,
+		"the late record is counted; stderr:\n%s", strings.Join(stderr.snapshot(), "\n"))
+	require.Equal(t, []int64{want[late], 1}, counts()[late], "the late record's window, again with just it")
+
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	select {
+	case err := <-exited:
+		stopped = true
+		require.NoError(t, err, "stderr:\n%s", strings.Join(stderr.snapshot(), "\n"))
+	case <-time.After(time.Minute):
+		t.Fatalf("flowhost run did not stop within a minute of SIGINT; stderr:\n%s", strings.Join(stderr.snapshot(), "\n"))
+	}
+	require.Contains(t, strings.Join(stderr.snapshot(), "\n"), "source idle")
+}
