@@ -140,8 +140,8 @@ func TestCLIIdleHTTPSourceDoesNotHoldBackTimers(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(l), &rec), "stdout line %q", l)
 			var p struct {
 				Key         string `json:"key"` // a one-field key is the field's value
-				WindowStart int64    `json:"window_start"`
-				Count       int64    `json:"count"`
+				WindowStart int64  `json:"window_start"`
+				Count       int64  `json:"count"`
 			}
 			require.NoError(t, json.Unmarshal(rec.Payload, &p), "payload %s", rec.Payload)
 			w := win{p.Key, p.WindowStart}
