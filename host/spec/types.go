@@ -67,6 +67,17 @@ const (
 	DefaultQuarantineAfter = 3
 )
 
+// Upper bounds of spec fields, checked by Parse so that what parses also
+// runs.
+const (
+	// MaxPartitions bounds the partitions of a source or computation:
+	// every partition has its own queues, watermarks and (for a
+	// computation) guest instance, and message ids hold 31 bits of it.
+	MaxPartitions = 1 << 16
+	// MaxGeneratorPayloadBytes bounds a generated record's filler.
+	MaxGeneratorPayloadBytes int64 = 64 << 20
+)
+
 // Pipeline is a parsed, defaulted and validated pipeline spec. Parse
 // guarantees: every name is valid and unique in its section, every stream has
 // exactly one writer (a source or a computation), every stream that is read
