@@ -487,6 +487,9 @@ func (src *sourceStream) read(work context.Context) error {
 		if !ok { // ingest ended and everything was read
 			end := src.endOfData
 			wm := store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value()}
+			// No idle check after this: a finished stream is never idle.
+			src.readEnd = true
+			src.idleTimer.Stop()
 			src.mu.Unlock()
 			if st := r.opts.store; st != nil {
 				b := st.NewBatch()
