@@ -120,6 +120,8 @@ func TestIdleSourceDoesNotHoldBackTimers(t *testing.T) {
 	require.Eventually(t, func() bool { return len(windowCounts(t, sink)) == len(want)+1 }, 10*time.Second, time.Millisecond)
 	require.Equal(t, [2]int64{start + 2*sec, 1}, windowCounts(t, sink)[len(want)])
 	require.Equal(t, 0.0, gauge("flowhost_stream_idle", "stream", "b"))
+	late := map[string]string{"computation": "count", "stream": "b"}
+	require.Equal(t, 1.0, counterValue(t, rt, "flowhost_late_messages_total", late), "the late record is counted")
 }
 
 const relayPipeline = `

@@ -43,6 +43,7 @@ type metrics struct {
 	// Idle sources (watermark.idle_partitions).
 	sourceIdlePartitions *prometheus.GaugeVec
 	streamIdle           *prometheus.GaugeVec
+	lateMessages         *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -163,7 +164,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "flowhost_stream_idle",
 		Help: "1 while a stream is idle (its source is idle, or every input of the computation writing it is idle and nothing is queued there): its readers leave it out of their event watermark.",
 	}, []string{"stream"})
-	reg.MustRegister(m.sourceIdlePartitions, m.streamIdle)
+	m.lateMessages = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flowhost_late_messages_total",
+		Help: "Messages that reached a computation partition with an EventTimestamp below the event watermark it had reached (records of a source rejoining after it was idle, or later than out_of_orderness_bound): delivered and processed like any other, counted here.",
+	}, []string{"computation", "stream"})
+	reg.MustRegister(m.sourceIdlePartitions, m.streamIdle, m.lateMessages)
 	reg.MustRegister(m.sourceThrottled, m.tenantSlotSeconds, m.tenantWaitSeconds, m.tenantRunning, m.quotaExceeded, m.reloads, m.commitSeconds, m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
 		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
 		m.bufferedBytes, m.sinkRecords, m.backpressureNs, m.batchRetries, m.quarantined)

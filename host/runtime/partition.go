@@ -371,6 +371,9 @@ func (p *partition) send(ctx context.Context, from ordering.Sender, m *ordering.
 	}
 	p.events.Add(m.Time.Event)
 	p.systems.Add(m.Time.System)
+	if m.Time.Event < p.inEvWM.Value() {
+		p.comp.rt.metrics.lateMessages.WithLabelValues(p.comp.spec.Name, m.Stream).Inc()
+	}
 	// Wake the worker only when it waits for input or a batch is full:
 	// while it lingers, its timer wakes it, and waking it for every
 	// message would cost a context switch per message.
