@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +46,9 @@ computations:
 sinks:
   - {name: console, type: stdout, format: json, streams: [counts]}
 `
+
+// metricsAddrRE finds the metrics URL in the run's log.
+var metricsAddrRE = regexp.MustCompile(`serving metrics.*addr=(http://\S+/metrics)`)
 
 // freeAddr returns a loopback address with a port that was free a moment
 // ago, for a spec that must name its port so that the test can post to it.
@@ -112,7 +116,7 @@ func TestCLIIdleHTTPSourceDoesNotHoldBackTimers(t *testing.T) {
 	require.NoError(t, os.WriteFile(specPath, fmt.Appendf(nil, idleSpec, addr), 0o644))
 
 	cmd := exec.Command(env.flowhost, "run", "-f", specPath, "--plugins", env.plugins,
-		"--metrics-addr", "", "--cache-dir", env.cache, "--data-dir", filepath.Join(dir, "data"))
+		"--metrics-addr", "127.0.0.1:0", "--cache-dir", env.cache, "--data-dir", filepath.Join(dir, "data"))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr lineCollector
@@ -156,6 +160,23 @@ func TestCLIIdleHTTPSourceDoesNotHoldBackTimers(t *testing.T) {
 		require.Equal(t, []int64{n}, got[w], "window %v", w)
 	}
 	require.Len(t, got, len(want))
+	metricsURL := ""
+	for _, l := range stderr.snapshot() {
+		if m := metricsAddrRE.FindStringSubmatch(l); m != nil {
+			metricsURL = m[1]
+		}
+	}
+	require.NotEmpty(t, metricsURL, "the run logs where it serves metrics")
+	metrics := func() string {
+		resp, err := http.Get(metricsURL)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(data)
+	}
+	require.Contains(t, metrics(), `flowhost_source_idle_partitions{source="live-in"} 1`)
+	require.Contains(t, metrics(), `flowhost_stream_idle{stream="live"} 1`)
 
 	// A record far behind the watermark rejoins the HTTP source; it is
 	// counted, late, in a window emitted again with just it.
@@ -169,6 +190,7 @@ func TestCLIIdleHTTPSourceDoesNotHoldBackTimers(t *testing.T) {
 	require.Eventually(t, func() bool { return len(out.snapshot()) > len(want) }, time.Minute, 10*time.Millisecond,
 		"the late record is counted; stderr:\n%s", strings.Join(stderr.snapshot(), "\n"))
 	require.Equal(t, []int64{want[late], 1}, counts()[late], "the late record's window, again with just it")
+	require.Contains(t, metrics(), `flowhost_late_messages_total{computation="per-user",stream="live"} 1`)
 
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	select {
