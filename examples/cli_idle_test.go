@@ -202,3 +202,49 @@ func TestCLIIdleHTTPSourceDoesNotHoldBackTimers(t *testing.T) {
 	}
 	require.Contains(t, strings.Join(stderr.snapshot(), "\n"), "source idle")
 }
+
+// TestCLIRangesAreCheckedAtParseTime runs the binary on a spec at the edge
+// of a range (idle_partitions.max_ratio: 1, which the spec has always
+// documented and which used to fail when the run started, with no file or
+// line), and on one past the edges, which is refused before anything
+// runs, each error with its file, line and column.
+func TestCLIRangesAreCheckedAtParseTime(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		return path
+	}
+	ok := write("ratio-one.yaml", `name: ratio-one
+sources:
+  - {name: gen, type: generator, stream: s, partitions: 2, generator: {count: 5}, watermark: {idle_partitions: {max_ratio: 1}}}
+sinks:
+  - {name: out, type: stdout, streams: [s]}
+`)
+	stdout, stderr, err := flowhostRun(t, "run", "-f", ok, "--metrics-addr", "", "--data-dir", filepath.Join(dir, "data"))
+	require.NoError(t, err, "stderr:\n%s", stderr)
+	require.Len(t, lines(stdout), 5)
+
+	bad := write("out-of-range.yaml", `name: out-of-range
+sources:
+  - {name: gen, type: generator, stream: s, partitions: 100000, partition_by: [user]}
+computations:
+  - {name: c, plugin: p, group_by: [user..id], input_streams: [s]}
+tenants:
+  - {name: t, plugin_dirs: [d], quotas: {cpu_limit: .inf}}
+`)
+	_, stderr, err = flowhostRun(t, "run", "-f", bad, "--metrics-addr", "", "--data-dir", filepath.Join(dir, "data2"))
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	for _, want := range []string{
+		bad + `:3:57: sources[0].partitions: expected at most 65536; got 100000`,
+		bad + `:3:80: sources[0].partition_by[0]: a generator's records have only the fields key, seq and filler; got "user"`,
+		bad + `:5:37: computations[0].group_by[0]: field "user..id" has an empty path segment`,
+		bad + `:7:53: tenants[0].quotas.cpu_limit: expected 0 (no cap) or a finite number of cores, at least 0.001; got +Inf`,
+	} {
+		require.Contains(t, stderr, want)
+	}
+	_, statErr := os.Stat(filepath.Join(dir, "data2"))
+	require.ErrorIs(t, statErr, os.ErrNotExist, "nothing ran")
+}
