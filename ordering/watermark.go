@@ -36,10 +36,15 @@ type WatermarkConfig struct {
 	// relative to the records read before it without being late. >= 0.
 	OutOfOrdernessBound time.Duration
 	// IdleDuration is how long, in system time, a partition must have had no
-	// record appended or read, and none waiting, to count as idle. > 0.
+	// record appended or read, and none waiting, to count as idle. >= 0:
+	// 0 turns idle detection off (no partition, and no source, is ever
+	// idle).
 	IdleDuration time.Duration
-	// IdleMaxRatio bounds the idle partitions left out of the minimum to
-	// floor(IdleMaxRatio * partitions). In [0, 1): 0 never leaves any out.
+	// IdleMaxRatio bounds the idle partitions left out of the minimum, while
+	// some partition is not idle, to floor(IdleMaxRatio * partitions), and
+	// never all of them. In [0, 1]: 0 never leaves any out, 1 all but one.
+	// It does not bound [SourceWatermark.SourceIdle]: a source whose every
+	// partition is idle is idle as a whole, whatever the ratio.
 	IdleMaxRatio float64
 }
 
@@ -63,10 +68,10 @@ func (c WatermarkConfig) Validate() error {
 	switch {
 	case c.OutOfOrdernessBound < 0:
 		return fmt.Errorf("%w: out_of_orderness_bound %v is negative", ErrWatermarkConfig, c.OutOfOrdernessBound)
-	case c.IdleDuration <= 0:
-		return fmt.Errorf("%w: idle_partitions.duration %v must be positive", ErrWatermarkConfig, c.IdleDuration)
-	case !(c.IdleMaxRatio >= 0 && c.IdleMaxRatio < 1): // also rejects NaN
-		return fmt.Errorf("%w: idle_partitions.max_ratio %v is outside [0, 1)", ErrWatermarkConfig, c.IdleMaxRatio)
+	case c.IdleDuration < 0:
+		return fmt.Errorf("%w: idle_partitions.duration %v is negative", ErrWatermarkConfig, c.IdleDuration)
+	case !(c.IdleMaxRatio >= 0 && c.IdleMaxRatio <= 1): // also rejects NaN
+		return fmt.Errorf("%w: idle_partitions.max_ratio %v is outside [0, 1]", ErrWatermarkConfig, c.IdleMaxRatio)
 	}
 	return nil
 }
@@ -191,10 +196,19 @@ type sourcePartition struct {
 // Over partitions the watermark is the minimum, leaving out idle partitions.
 // A partition is idle when nothing waits in its ahead window and no record
 // was appended to it or read from it for IdleDuration of system time (since
-// the SourceWatermark was created, for a partition never used). At most
-// floor(IdleMaxRatio * partitions) are left out; when more are idle, those
-// idle the longest (earliest last record) are left out first, ties to the
-// lower partition index, so the choice depends only on the inputs.
+// the SourceWatermark was created, for a partition never used); with
+// IdleDuration 0 no partition is ever idle. At most
+// floor(IdleMaxRatio * partitions) are left out, and never all of them;
+// when more are idle, those idle the longest (earliest last record) are
+// left out first, ties to the lower partition index, so the choice depends
+// only on the inputs.
+//
+// When every partition is idle, the source is idle as a whole
+// ([SourceWatermark.SourceIdle]), whatever IdleMaxRatio: its watermark
+// stays where it is, and the streams it feeds are expected to leave it out
+// of their minimum ([StreamWatermark.SetInputIdle]) until a record is
+// appended again. This covers a single-partition source, which
+// IdleMaxRatio alone could never leave out.
 //
 // The published watermark never moves backwards: [SourceWatermark.Watermark]
 // returns the maximum of every value computed so far, so a partition
@@ -283,12 +297,60 @@ func (w *SourceWatermark) PartitionWatermark(partition int) int64 {
 	return wm
 }
 
-// Idle reports whether partition is idle at system time now: nothing
-// ahead and no record appended or read for IdleDuration. Whether it is
-// left out of the minimum also depends on IdleMaxRatio.
+// Idle reports whether partition is idle at system time now: idle
+// detection on (IdleDuration > 0), nothing ahead and no record appended or
+// read for IdleDuration. Whether it is left out of the minimum also depends
+// on IdleMaxRatio.
 func (w *SourceWatermark) Idle(partition int, now int64) bool {
 	p := &w.parts[partition]
-	return p.ahead.len() == 0 && now-p.lastSeen >= w.idleNanos
+	return w.idleNanos > 0 && p.ahead.len() == 0 && now-p.lastSeen >= w.idleNanos
+}
+
+// IdlePartitions returns how many partitions are idle at system time now,
+// left out of the minimum or not.
+func (w *SourceWatermark) IdlePartitions(now int64) int {
+	n := 0
+	for i := range w.parts {
+		if w.Idle(i, now) {
+			n++
+		}
+	}
+	return n
+}
+
+// SourceIdle reports whether every partition is idle at system time now:
+// the source as a whole has had no record for IdleDuration and has none
+// waiting. It is false while idle detection is off.
+func (w *SourceWatermark) SourceIdle(now int64) bool {
+	return w.IdlePartitions(now) == len(w.parts)
+}
+
+// NextIdle returns the earliest system time after now at which a
+// partition that is not idle at now becomes idle if nothing more is
+// appended or read: the time to look again. It reports false when no such
+// time is known: idle detection is off, every partition is idle, or those
+// that are not have records waiting (reading them is activity, after
+// which the host asks again).
+func (w *SourceWatermark) NextIdle(now int64) (int64, bool) {
+	if w.idleNanos == 0 {
+		return 0, false
+	}
+	next, ok := int64(math.MaxInt64), false
+	for i := range w.parts {
+		p := &w.parts[i]
+		if p.ahead.len() > 0 || w.Idle(i, now) {
+			continue
+		}
+		at := p.lastSeen + w.idleNanos
+		if p.lastSeen > math.MaxInt64-w.idleNanos {
+			at = math.MaxInt64
+		}
+		next, ok = min(next, at), true
+	}
+	if !ok {
+		return 0, false
+	}
+	return next, true
 }
 
 // Watermark returns the stream's event watermark at system time now and
@@ -358,9 +420,21 @@ func (w *SourceWatermark) Resume(published int64) {
 // internal stream is exact as long as its inputs' are (see
 // [SourceSystemWatermark] for source streams).
 //
+// An input may be marked idle ([StreamWatermark.SetInputIdle]): a source
+// that has had no record for its idle timeout, or a stream whose writer's
+// inputs are all idle. An idle input is left out of the minimum, so it
+// does not hold back the others. When it is active again it counts again
+// at once, with whatever watermark it has: the published value does not
+// move back, it holds until the rejoined input has caught up, and the
+// input's messages older than it are late. When every input is idle the
+// watermark holds where it is (in-flight timestamps cannot raise it
+// either): nothing is known about what the inputs will send next, so
+// nothing more becomes due until one of them has data again or ends.
+//
 // A StreamWatermark is not safe for concurrent use.
 type StreamWatermark struct {
 	inputs    []int64
+	idle      []bool
 	published int64
 }
 
@@ -375,7 +449,7 @@ func NewStreamWatermark(inputs int) *StreamWatermark {
 	for i := range in {
 		in[i] = NoWatermark
 	}
-	return &StreamWatermark{inputs: in, published: NoWatermark}
+	return &StreamWatermark{inputs: in, idle: make([]bool, inputs), published: NoWatermark}
 }
 
 // Inputs returns the number of inputs.
@@ -389,14 +463,27 @@ func (w *StreamWatermark) SetInput(i int, wm int64) { w.inputs[i] = wm }
 // Input returns the watermark last set for input i.
 func (w *StreamWatermark) Input(i int) int64 { return w.inputs[i] }
 
+// SetInputIdle marks input i idle (left out of the minimum) or active. An
+// out-of-range i panics.
+func (w *StreamWatermark) SetInputIdle(i int, idle bool) { w.idle[i] = idle }
+
+// InputIdle reports whether input i is marked idle.
+func (w *StreamWatermark) InputIdle(i int) bool { return w.idle[i] }
+
 // Advance computes and publishes the stream's watermark:
-// max(published, min(inputs..., minInFlight)), where minInFlight counts
-// only when ok (something is in flight). Its arguments match
-// [InFlight.Min] and [TimerStore.MinTrigger], so w.Advance(f.Min()) works.
+// max(published, min(active inputs..., minInFlight)), where minInFlight
+// counts only when ok (something is in flight); with every input idle it
+// is published, unchanged. Its arguments match [InFlight.Min] and
+// [TimerStore.MinTrigger], so w.Advance(f.Min()) works.
 func (w *StreamWatermark) Advance(minInFlight int64, ok bool) int64 {
-	c := w.inputs[0]
-	for _, v := range w.inputs[1:] {
-		c = min(c, v)
+	c, active := int64(math.MaxInt64), false
+	for i, v := range w.inputs {
+		if !w.idle[i] {
+			c, active = min(c, v), true
+		}
+	}
+	if !active {
+		return w.published
 	}
 	if ok {
 		c = min(c, minInFlight)

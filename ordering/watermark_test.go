@@ -34,6 +34,15 @@ func wmCheck(now, want int64) wmStep {
 	return wmStep{op: "check", now: now, want: want}
 }
 
+// wmSourceIdle checks SourceIdle(now).
+func wmSourceIdle(now int64, idle bool) wmStep {
+	want := int64(0)
+	if idle {
+		want = 1
+	}
+	return wmStep{op: "source idle", now: now, want: want}
+}
+
 func wmConfig(bound, idle time.Duration, ratio float64) WatermarkConfig {
 	return WatermarkConfig{OutOfOrdernessBound: bound, IdleDuration: idle, IdleMaxRatio: ratio}
 }
@@ -149,6 +158,29 @@ func TestSourceWatermarkRules(t *testing.T) {
 			wmRead(0, 1500, 63*wmSec),
 			wmCheck(63*wmSec, 1500-b),
 		}},
+		{"a single-partition source is idle as a whole, whatever max_ratio", 1, wmConfig(b, time.Minute, 0), []wmStep{
+			wmSourceIdle(0, false), // created at 0: not yet
+			wmRead(0, 100, 0),
+			wmSourceIdle(60*wmSec-1, false),
+			wmSourceIdle(60*wmSec, true),
+			wmCheck(60*wmSec, 100-b), // its own watermark stays
+			wmAppend(0, 50, 70*wmSec),
+			wmSourceIdle(70*wmSec, false), // a record waits
+			wmRead(0, 50, 71*wmSec),
+			wmSourceIdle(130*wmSec, false),
+			wmSourceIdle(131*wmSec, true),
+		}},
+		{"a source is idle only when every partition is", 3, wmConfig(b, time.Minute, 1), []wmStep{
+			wmRead(0, 100, 0), wmRead(1, 100, 0), wmRead(2, 100, 30*wmSec),
+			wmSourceIdle(60*wmSec, false),
+			wmCheck(60*wmSec, 100-b), // max_ratio 1: all but one left out
+			wmSourceIdle(90*wmSec, true),
+		}},
+		{"idle_partitions.duration 0 turns idle detection off", 2, wmConfig(b, 0, 1), []wmStep{
+			wmRead(0, 100, 0), wmRead(1, 500, 1000*wmSec),
+			wmCheck(1000*wmSec, 100-b),
+			wmSourceIdle(5000*wmSec, false),
+		}},
 		{"never moves backwards when an old record is appended", 1, small, []wmStep{
 			wmAppend(0, 500, 0), wmCheck(0, 500-b),
 			wmAppend(0, 100, 0), wmCheck(0, 500-b),
@@ -173,6 +205,8 @@ func TestSourceWatermarkRules(t *testing.T) {
 				case "check":
 					require.Equal(t, s.want, w.Watermark(s.now), "step %d", i)
 					require.Equal(t, s.want, w.Value(), "step %d", i)
+				case "source idle":
+					require.Equal(t, s.want == 1, w.SourceIdle(s.now), "step %d", i)
 				}
 			}
 		})
@@ -208,10 +242,12 @@ func TestWatermarkConfigValidate(t *testing.T) {
 		{"defaults", DefaultWatermarkConfig(), ""},
 		{"zero bound", wmConfig(0, time.Second, 0), ""},
 		{"negative bound", wmConfig(-time.Second, time.Second, 0), "out_of_orderness_bound -1s is negative"},
-		{"zero idle duration", wmConfig(0, 0, 0), "idle_partitions.duration 0s must be positive"},
-		{"ratio 1", wmConfig(0, time.Second, 1), "idle_partitions.max_ratio 1 is outside [0, 1)"},
-		{"negative ratio", wmConfig(0, time.Second, -0.1), "idle_partitions.max_ratio -0.1 is outside [0, 1)"},
-		{"NaN ratio", wmConfig(0, time.Second, math.NaN()), "idle_partitions.max_ratio NaN is outside [0, 1)"},
+		{"zero idle duration: detection off", wmConfig(0, 0, 0.4), ""},
+		{"negative idle duration", wmConfig(0, -time.Second, 0), "idle_partitions.duration -1s is negative"},
+		{"ratio 1", wmConfig(0, time.Second, 1), ""},
+		{"ratio above 1", wmConfig(0, time.Second, math.Nextafter(1, 2)), "idle_partitions.max_ratio 1.0000000000000002 is outside [0, 1]"},
+		{"negative ratio", wmConfig(0, time.Second, -0.1), "idle_partitions.max_ratio -0.1 is outside [0, 1]"},
+		{"NaN ratio", wmConfig(0, time.Second, math.NaN()), "idle_partitions.max_ratio NaN is outside [0, 1]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -242,6 +278,7 @@ func TestWatermarkConfigMaxIdle(t *testing.T) {
 		{0.29, 100, 29}, // 0.29*100 is 28.999999999999996 in float64
 		{0, 10, 0},
 		{math.Nextafter(1, 0), 100_000_000, 99_999_999}, // at least one counts
+		{1, 1, 0}, {1, 5, 4}, // never all of them
 	}
 	for _, tc := range cases {
 		require.Equal(t, tc.want, WatermarkConfig{IdleMaxRatio: tc.ratio}.maxIdle(tc.n), "ratio %v n %d", tc.ratio, tc.n)
@@ -265,18 +302,40 @@ func wmRefPartitionWatermark(p *wmRefPartition, bound int64) int64 {
 	return wm
 }
 
-// wmRefSourceWatermark computes the unclamped source watermark from the
-// spec's sentences: idle partitions sorted by how long they were idle.
-func wmRefSourceWatermark(parts []wmRefPartition, cfg WatermarkConfig, now int64) int64 {
+// wmRefIdle lists the idle partitions by the spec's sentence: detection
+// on, nothing waiting, nothing appended or read for IdleDuration.
+func wmRefIdle(parts []wmRefPartition, cfg WatermarkConfig, now int64) []int {
 	var idle []int
 	for i := range parts {
-		if len(parts[i].ahead) == 0 && now-parts[i].lastSeen >= int64(cfg.IdleDuration) {
+		if cfg.IdleDuration > 0 && len(parts[i].ahead) == 0 && now-parts[i].lastSeen >= int64(cfg.IdleDuration) {
 			idle = append(idle, i)
 		}
 	}
+	return idle
+}
+
+// wmRefNextIdle is the earliest time a partition that is not idle and has
+// nothing waiting becomes idle.
+func wmRefNextIdle(parts []wmRefPartition, cfg WatermarkConfig, now int64) (int64, bool) {
+	var times []int64
+	for i := range parts {
+		if cfg.IdleDuration > 0 && len(parts[i].ahead) == 0 && now-parts[i].lastSeen < int64(cfg.IdleDuration) {
+			times = append(times, parts[i].lastSeen+int64(cfg.IdleDuration))
+		}
+	}
+	if len(times) == 0 {
+		return 0, false
+	}
+	return slices.Min(times), true
+}
+
+// wmRefSourceWatermark computes the unclamped source watermark from the
+// spec's sentences: idle partitions sorted by how long they were idle.
+func wmRefSourceWatermark(parts []wmRefPartition, cfg WatermarkConfig, now int64) int64 {
+	idle := wmRefIdle(parts, cfg, now)
 	// Stable: idle is in partition order, so ties leave out the lower index.
 	slices.SortStableFunc(idle, func(a, b int) int { return cmp.Compare(parts[a].lastSeen, parts[b].lastSeen) })
-	leaveOut := int(math.Floor(cfg.IdleMaxRatio*float64(len(parts)) + 1e-9))
+	leaveOut := min(int(math.Floor(cfg.IdleMaxRatio*float64(len(parts))+1e-9)), len(parts)-1)
 	left := map[int]bool{}
 	for _, i := range idle[:min(leaveOut, len(idle))] {
 		left[i] = true
@@ -295,8 +354,8 @@ func TestSourceWatermarkMatchesReference(t *testing.T) {
 		n := rapid.IntRange(1, 6).Draw(t, "partitions")
 		cfg := WatermarkConfig{
 			OutOfOrdernessBound: time.Duration(rapid.Int64Range(0, 50).Draw(t, "bound")),
-			IdleDuration:        time.Duration(rapid.Int64Range(1, 40).Draw(t, "idle")),
-			IdleMaxRatio:        rapid.SampledFrom([]float64{0, 0.25, 0.4, 0.5, 0.99}).Draw(t, "ratio"),
+			IdleDuration:        time.Duration(rapid.Int64Range(0, 40).Draw(t, "idle")),
+			IdleMaxRatio:        rapid.SampledFrom([]float64{0, 0.25, 0.4, 0.5, 0.99, 1}).Draw(t, "ratio"),
 		}
 		start := rapid.Int64Range(-100, 100).Draw(t, "start")
 		w, err := NewSourceWatermark(n, cfg, start)
@@ -338,6 +397,17 @@ func TestSourceWatermarkMatchesReference(t *testing.T) {
 				require.Equal(t, wmRefPartitionWatermark(&ref[i], int64(cfg.OutOfOrdernessBound)), w.PartitionWatermark(i))
 				require.Equal(t, len(ref[i].ahead), w.Ahead(i))
 			}
+			idle := wmRefIdle(ref, cfg, now)
+			require.Equal(t, len(idle), w.IdlePartitions(now), "step %d", step)
+			require.Equal(t, len(idle) == n, w.SourceIdle(now), "step %d: the source is idle exactly when every partition is", step)
+			wantNext, wantOK := wmRefNextIdle(ref, cfg, now)
+			gotNext, gotOK := w.NextIdle(now)
+			require.Equal(t, wantOK, gotOK, "step %d", step)
+			require.Equal(t, wantNext, gotNext, "step %d", step)
+			if gotOK {
+				require.Greater(t, gotNext, now)
+				require.Less(t, w.IdlePartitions(gotNext-1), w.IdlePartitions(gotNext), "step %d: NextIdle is when one more partition turns idle", step)
+			}
 		}
 	})
 }
@@ -370,6 +440,7 @@ func TestAheadWindowMatchesBruteForce(t *testing.T) {
 func TestStreamWatermarkRules(t *testing.T) {
 	type step struct {
 		set      map[int]int64 // inputs to set before advancing
+		idle     map[int]bool  // idleness to set before advancing
 		inFlight int64
 		ok       bool
 		want     int64
@@ -402,6 +473,21 @@ func TestStreamWatermarkRules(t *testing.T) {
 			{inFlight: 150, ok: true, want: 150},
 			{want: 200},
 		}},
+		{"an idle input is left out of the minimum", 2, []step{
+			{set: map[int]int64{0: 100}, idle: map[int]bool{1: true}, want: 100},
+			{set: map[int]int64{0: 150}, want: 150},
+		}},
+		{"an input rejoining behind holds the watermark until it catches up", 2, []step{
+			{set: map[int]int64{0: 100}, idle: map[int]bool{1: true}, want: 100},
+			{set: map[int]int64{0: 200}, idle: map[int]bool{1: false}, want: 100}, // input 1 is still at NoWatermark
+			{set: map[int]int64{1: 180}, want: 180},
+			{set: map[int]int64{1: 300}, want: 200},
+		}},
+		{"every input idle: the watermark holds, in flight or not", 2, []step{
+			{set: map[int]int64{0: 100, 1: 120}, want: 100},
+			{set: map[int]int64{0: 500}, idle: map[int]bool{0: true, 1: true}, inFlight: 400, ok: true, want: 100},
+			{idle: map[int]bool{0: false}, inFlight: 400, ok: true, want: 400},
+		}},
 		{"an input moving back does not lower it", 2, []step{
 			{set: map[int]int64{0: 100, 1: 100}, want: 100},
 			{set: map[int]int64{0: 10}, want: 100},
@@ -418,6 +504,10 @@ func TestStreamWatermarkRules(t *testing.T) {
 				for in, v := range s.set {
 					w.SetInput(in, v)
 					require.Equal(t, v, w.Input(in))
+				}
+				for in, idle := range s.idle {
+					w.SetInputIdle(in, idle)
+					require.Equal(t, idle, w.InputIdle(in))
 				}
 				require.Equal(t, s.want, w.Advance(s.inFlight, s.ok), "step %d", i)
 				require.Equal(t, s.want, w.Value(), "step %d", i)
@@ -458,19 +548,33 @@ func TestStreamWatermarkProperties(t *testing.T) {
 		n := rapid.IntRange(1, 4).Draw(t, "inputs")
 		w := NewStreamWatermark(n)
 		inputs := slices.Repeat([]int64{NoWatermark}, n)
+		idle := make([]bool, n)
 		prev := NoWatermark
 		for range rapid.IntRange(1, 60).Draw(t, "steps") {
 			i := rapid.IntRange(0, n-1).Draw(t, "input")
 			inputs[i] = rapid.Int64Range(-100, 100).Draw(t, "wm")
 			w.SetInput(i, inputs[i])
+			j := rapid.IntRange(0, n-1).Draw(t, "idle input")
+			idle[j] = rapid.Bool().Draw(t, "idle")
+			w.SetInputIdle(j, idle[j])
 			inFlight := rapid.Int64Range(-100, 100).Draw(t, "inFlight")
 			ok := rapid.Bool().Draw(t, "ok")
 			got := w.Advance(inFlight, ok)
-			bound := slices.Min(inputs)
+			require.GreaterOrEqual(t, got, prev, "never decreases")
+			var active []int64
+			for k, v := range inputs {
+				if !idle[k] {
+					active = append(active, v)
+				}
+			}
+			if len(active) == 0 {
+				require.Equal(t, prev, got, "every input idle: it holds")
+				continue
+			}
+			bound := slices.Min(active)
 			if ok {
 				bound = min(bound, inFlight)
 			}
-			require.GreaterOrEqual(t, got, prev, "never decreases")
 			if got > bound {
 				require.Equal(t, prev, got, "above min(inputs, in flight) only by holding the previous value")
 			} else {

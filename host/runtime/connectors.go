@@ -142,14 +142,19 @@ func (r *Runtime) openSource(ss *spec.Source, resume []byte) (Source, error) {
 			PartitionBy: ss.PartitionBy, Reject: reject,
 		})
 	case spec.SourceGenerator:
-		g := ss.Generator
-		return connect.NewGenerator(connect.GeneratorConfig{
-			Stream: ss.Stream, Partitions: ss.Partitions, PartitionBy: ss.PartitionBy,
-			Seed: uint64(g.Seed), Count: g.Count, Keys: int(g.Keys), PayloadBytes: int(g.PayloadBytes),
-			Rate: g.Rate, EventLag: g.EventLag, Resume: resume,
-		})
+		return connect.NewGenerator(generatorConfig(ss, resume))
 	}
 	return nil, fmt.Errorf("source %q: unknown type %q", ss.Name, ss.Type)
+}
+
+// generatorConfig is the connector configuration of a generator source.
+func generatorConfig(ss *spec.Source, resume []byte) connect.GeneratorConfig {
+	g := ss.Generator
+	return connect.GeneratorConfig{
+		Stream: ss.Stream, Partitions: ss.Partitions, PartitionBy: ss.PartitionBy,
+		Seed: uint64(g.Seed), Count: g.Count, Keys: int(g.Keys), PayloadBytes: int(g.PayloadBytes),
+		Rate: g.Rate, EventLag: g.EventLag, Resume: resume,
+	}
 }
 
 // sinkRunner feeds one sink from a bounded queue, in batches, so that a

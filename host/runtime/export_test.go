@@ -19,3 +19,12 @@ var WaitRetry = waitRetry
 
 // RetryDelay is the wait before the retry-th retry of a batch under f.
 func RetryDelay(f spec.OnFailure, retry int) time.Duration { return policyOf(f).delay(retry) }
+
+// CheckIdle makes every source of rt look at its idleness now, as its idle
+// timer does when a partition may have turned idle, so that tests on a
+// scripted clock need not wait for the timer.
+func CheckIdle(rt *Runtime) {
+	for _, src := range rt.sources {
+		src.checkIdle()
+	}
+}

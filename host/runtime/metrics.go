@@ -40,6 +40,10 @@ type metrics struct {
 	tenantRunning     *prometheus.GaugeVec
 	quotaExceeded     *prometheus.CounterVec
 	sourceThrottled   *prometheus.CounterVec
+	// Idle sources (watermark.idle_partitions).
+	sourceIdlePartitions *prometheus.GaugeVec
+	streamIdle           *prometheus.GaugeVec
+	lateMessages         *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -152,6 +156,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "flowhost_source_throttled_seconds_total",
 		Help: "Time a source waited for its tenant's quotas.ingest_rate before accepting records.",
 	}, []string{"source"})
+	m.sourceIdlePartitions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flowhost_source_idle_partitions",
+		Help: "Partitions of a source that are idle: no record for watermark.idle_partitions.duration and none waiting. When it equals the source's partition count the source is idle and left out of the event watermark of what it feeds.",
+	}, []string{"source"})
+	m.streamIdle = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flowhost_stream_idle",
+		Help: "1 while a stream is idle (its source is idle, or every input of the computation writing it is idle and nothing is queued there): its readers leave it out of their event watermark.",
+	}, []string{"stream"})
+	m.lateMessages = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flowhost_late_messages_total",
+		Help: "Messages that reached a computation partition with an EventTimestamp below the event watermark it had reached (records of a source rejoining after it was idle, or later than out_of_orderness_bound): delivered and processed like any other, counted here.",
+	}, []string{"computation", "stream"})
+	reg.MustRegister(m.sourceIdlePartitions, m.streamIdle, m.lateMessages)
 	reg.MustRegister(m.sourceThrottled, m.tenantSlotSeconds, m.tenantWaitSeconds, m.tenantRunning, m.quotaExceeded, m.reloads, m.commitSeconds, m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
 		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
 		m.bufferedBytes, m.sinkRecords, m.backpressureNs, m.batchRetries, m.quarantined)

@@ -33,6 +33,7 @@ type computation struct {
 	// quarantined mirrors the partitions' quarantines for Status.
 	quarantined quarantines
 	done        atomic.Int32 // partitions finished
+	idleMu      sync.Mutex   // one publishIdle at a time
 	// Metric series, resolved once: per input and output stream name.
 	mIn, mOut              map[string]prometheus.Counter
 	mBatchRows, mBatchTime prometheus.Observer
@@ -159,6 +160,8 @@ type partition struct {
 	self      ordering.Sender
 	evWM      *ordering.StreamWatermark
 	sysWM     *ordering.StreamWatermark
+	inEvWM    *ordering.StreamWatermark // the inputs' alone, without what is in flight here
+	outIdle   atomic.Bool               // every input idle and nothing queued (publishIdle)
 	outWM     atomic.Int64
 	outSysWM  atomic.Int64
 	finished  bool
@@ -188,6 +191,7 @@ func (p *partition) start(ctx context.Context) error {
 	p.outSysWM.Store(ordering.NoWatermark)
 	p.evWM = ordering.NewStreamWatermark(len(c.inputs))
 	p.sysWM = ordering.NewStreamWatermark(len(c.inputs))
+	p.inEvWM = ordering.NewStreamWatermark(len(c.inputs))
 	inboxCap := max(c.spec.BufferBytes/4, 1)
 	p.mergeAt = max(c.spec.BufferBytes-inboxCap, 1)
 	inbox, err := ordering.NewRouter(ordering.RouterConfig{
@@ -367,6 +371,9 @@ func (p *partition) send(ctx context.Context, from ordering.Sender, m *ordering.
 	}
 	p.events.Add(m.Time.Event)
 	p.systems.Add(m.Time.System)
+	if m.Time.Event < p.inEvWM.Value() {
+		p.comp.rt.metrics.lateMessages.WithLabelValues(p.comp.spec.Name, m.Stream).Inc()
+	}
 	// Wake the worker only when it waits for input or a batch is full:
 	// while it lingers, its timer wakes it, and waking it for every
 	// message would cost a context switch per message.
@@ -390,15 +397,18 @@ func (p *partition) wakeIfIdle() {
 
 // inputWatermarks are the minimum event and system watermarks over the
 // partition's input streams; a finished input without end-of-data holds
-// its last value.
+// its last value. The event watermark leaves idle inputs out, and holds
+// while every input is idle (ordering.StreamWatermark). Called with p.mu
+// held.
 func (p *partition) inputWatermarks() (event, system int64, allFinished bool) {
-	event, system, allFinished = endOfStream, endOfStream, true
-	for _, s := range p.comp.inputs {
-		event = min(event, s.eventWM.Load())
+	system, allFinished = endOfStream, true
+	inputsIdle(p.comp.inputs, p.inEvWM.SetInputIdle)
+	for i, s := range p.comp.inputs {
+		p.inEvWM.SetInput(i, s.eventWM.Load())
 		system = min(system, s.systemWM.Load())
 		allFinished = allFinished && s.finished.Load()
 	}
-	return event, system, allFinished
+	return p.inEvWM.Advance(0, false), system, allFinished
 }
 
 // timerWatermark is the watermark timers fire against: the input watermark
@@ -522,11 +532,13 @@ func (p *partition) batchDue(now int64) bool {
 // raises the output streams' watermarks to the minimum over the
 // computation's partitions. Called with p.mu held.
 func (p *partition) publishWatermarks() {
+	allIdle := inputsIdle(p.comp.inputs, p.evWM.SetInputIdle)
 	for i, s := range p.comp.inputs {
 		p.evWM.SetInput(i, s.eventWM.Load())
 		p.sysWM.SetInput(i, s.systemWM.Load())
 	}
 	evMin, evOK := p.events.Min()
+	p.comp.publishIdle(p, allIdle && !evOK)
 	if t, ok := p.timerEvts.Min(); ok && (!evOK || t < evMin) {
 		evMin, evOK = t, true
 	}

@@ -104,6 +104,10 @@ type stream struct {
 	eventWM                                               atomic.Int64
 	systemWM                                              atomic.Int64
 	finished                                              atomic.Bool
+	// idle is set while the stream's writer is idle (see setIdle): its
+	// readers leave it out of their event watermark.
+	idle  atomic.Bool
+	mIdle prometheus.Gauge
 }
 
 func newStream(name string, m *metrics) *stream {
@@ -114,6 +118,7 @@ func newStream(name string, m *metrics) *stream {
 		mBias:          m.bias.WithLabelValues(name),
 		mEventWM:       m.eventWM.WithLabelValues(name),
 		mSystemWM:      m.systemWM.WithLabelValues(name),
+		mIdle:          m.streamIdle.WithLabelValues(name),
 	}
 	s.eventWM.Store(ordering.NoWatermark)
 	s.systemWM.Store(ordering.NoWatermark)
@@ -128,6 +133,9 @@ func (s *stream) finish(endOfData bool) {
 		s.eventWM.Store(endOfStream)
 		s.systemWM.Store(endOfStream)
 	}
+	// A finished stream is never idle: it counts with its last
+	// watermark, the end of time at the natural end of its data.
+	s.setIdle(false)
 	s.finished.Store(true)
 	for _, c := range s.readers {
 		c.wakeAll()

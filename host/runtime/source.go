@@ -71,6 +71,15 @@ type sourceStream struct {
 	// by the tenant's sources); nil: no cap.
 	limiter    *rate.Limiter
 	mThrottled prometheus.Counter
+
+	// Idleness (idle.go), under mu: idle while every partition is idle;
+	// idleTimer looks again when a partition may turn idle (idleArmed:
+	// it is set), until the reader ends (readEnd).
+	idle       bool
+	idleArmed  bool
+	readEnd    bool
+	idleTimer  *time.Timer
+	mIdleParts prometheus.Gauge
 }
 
 type sourcePartition struct {
@@ -105,15 +114,7 @@ const (
 
 func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, error) {
 	now := r.opts.now()
-	cfg := ordering.WatermarkConfig{
-		OutOfOrdernessBound: ss.Watermark.OutOfOrdernessBound,
-		IdleDuration:        ss.Watermark.IdlePartitions.Duration,
-		IdleMaxRatio:        ss.Watermark.IdlePartitions.MaxRatio,
-	}
-	if cfg.IdleDuration == 0 { // the spec's "0 turns idle detection off"
-		cfg.IdleDuration, cfg.IdleMaxRatio = 1, 0
-	}
-	ewm, err := ordering.NewSourceWatermark(ss.Partitions, cfg, now)
+	ewm, err := ordering.NewSourceWatermark(ss.Partitions, watermarkConfig(ss), now)
 	if err != nil {
 		return nil, fmt.Errorf("source %q: watermark: %w", ss.Name, err)
 	}
@@ -132,8 +133,11 @@ func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, er
 		mDuplicates: r.metrics.sourceDuplicates.WithLabelValues(ss.Name),
 		limiter:     r.ingestLimiter(ss.Tenant),
 		mThrottled:  r.metrics.sourceThrottled.WithLabelValues(ss.Name),
+		mIdleParts:  r.metrics.sourceIdlePartitions.WithLabelValues(ss.Name),
 	}
 	src.cond = sync.NewCond(&src.mu)
+	src.idleTimer = time.AfterFunc(time.Hour, src.checkIdle)
+	src.idleTimer.Stop()
 	for i := range src.parts {
 		// "source:" keeps a source partition's identity apart from a
 		// computation's of the same name (':' is in no valid name): the
@@ -161,6 +165,16 @@ func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, er
 	})
 	src.linger.Stop()
 	return src, nil
+}
+
+// watermarkConfig is the event watermark configuration a spec source
+// asks for.
+func watermarkConfig(ss *spec.Source) ordering.WatermarkConfig {
+	return ordering.WatermarkConfig{
+		OutOfOrdernessBound: ss.Watermark.OutOfOrdernessBound,
+		IdleDuration:        ss.Watermark.IdlePartitions.Duration,
+		IdleMaxRatio:        ss.Watermark.IdlePartitions.MaxRatio,
+	}
 }
 
 // recover restores the source from the store: each partition's append
@@ -233,6 +247,7 @@ func (src *sourceStream) publish(part int, m *ordering.Message, now int64) {
 	if p.head == len(p.queue) {
 		src.pm.Set(part, m.Time.Write)
 	}
+	src.activeLocked()
 	p.queue = append(p.queue, m)
 	src.bias.Add(m.Time)
 	src.eventWM.Appended(part, m.Time.Event, now)
@@ -430,6 +445,13 @@ type routed struct {
 // read positions, before they are handed over.
 func (src *sourceStream) read(work context.Context) error {
 	r := src.rt
+	defer src.stopIdle()
+	// Look at idleness from the start: a source that never gets a record
+	// must turn idle too.
+	src.mu.Lock()
+	w := src.watermarksLocked(r.opts.now())
+	src.mu.Unlock()
+	src.publishWatermarks(w)
 	groupRows := 1
 	if r.opts.store != nil {
 		groupRows = readGroupRows
@@ -465,6 +487,9 @@ func (src *sourceStream) read(work context.Context) error {
 		if !ok { // ingest ended and everything was read
 			end := src.endOfData
 			wm := store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value()}
+			// No idle check after this: a finished stream is never idle.
+			src.readEnd = true
+			src.idleTimer.Stop()
 			src.mu.Unlock()
 			if st := r.opts.store; st != nil {
 				b := st.NewBatch()
@@ -554,11 +579,8 @@ func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds [
 		src.eventWM.Read(g.part, g.m.Time.Event, now)
 		src.systemWM.Read(g.part, g.m.Time.System)
 	}
-	ev := src.eventWM.Watermark(now)
-	sys := src.systemWM.Watermark()
+	w := src.watermarksLocked(now)
 	src.mu.Unlock()
-	src.stream.raise(ev, sys)
-	src.stream.mEventWM.Set(nsToSeconds(ev))
-	src.stream.mSystemWM.Set(nsToSeconds(sys))
+	src.publishWatermarks(w)
 	return nil
 }

@@ -48,6 +48,10 @@ func errorList(t interface {
 // The preamble most cases build on: one source writing s.
 const preamble = "name: p\nsources: [{name: in, type: generator, stream: s}]\n"
 
+// tenantPreamble opens a tenant's flow mapping; a case adds its fields and
+// closes it with "}]\n".
+const tenantPreamble = preamble + "tenants: [{name: t, plugin_dirs: [d], "
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -178,7 +182,7 @@ func TestParseErrors(t *testing.T) {
 				`computations[1].name: duplicate computation name "c"; first defined at 4:12`,
 				`computations[1].output_streams[0]: stream "t" already has a writer, computation "c" at 4:63; a stream has exactly one writer`,
 			}},
-		{"partition_by repeats a field", "name: p\nsources: [{name: in, type: generator, stream: s, partition_by: [a, »a]}]\n",
+		{"partition_by repeats a field", "name: p\nsources: [{name: in, type: file, stream: s, file: {path: x}, partition_by: [a, »a]}]\n",
 			[]string{`sources[0].partition_by[1]: duplicate field "a"`}},
 		{"generator without keys", "name: p\nsources: [{name: in, type: generator, stream: s, generator: {keys: »0}}]\n",
 			[]string{`sources[0].generator.keys: expected at least 1; got 0`}},
@@ -186,6 +190,28 @@ func TestParseErrors(t *testing.T) {
 			[]string{`sources[0].generator.rate: expected a finite number of records per second, at least 0; got -1.5`}},
 		{"idle ratio above 1", "name: p\nsources: [{name: in, type: generator, stream: s, watermark: {idle_partitions: {max_ratio: »1.5}}}]\n",
 			[]string{`sources[0].watermark.idle_partitions.max_ratio: expected a ratio between 0 and 1; got 1.5`}},
+		{"idle ratio 1 runs", "name: p\nsources: [{name: in, type: generator, stream: s, watermark: {idle_partitions: {max_ratio: 1}}}]\n",
+			nil},
+		{"idle ratio NaN", "name: p\nsources: [{name: in, type: generator, stream: s, watermark: {idle_partitions: {max_ratio: ».nan}}}]\n",
+			[]string{`sources[0].watermark.idle_partitions.max_ratio: expected a ratio between 0 and 1; got NaN`}},
+		{"negative idle duration", "name: p\nsources: [{name: in, type: generator, stream: s, watermark: {idle_partitions: {duration: »-1s}}}]\n",
+			[]string{`sources[0].watermark.idle_partitions.duration: expected ` + durationExpected + `; got "-1s"`}},
+		{"idle detection off", "name: p\nsources: [{name: in, type: generator, stream: s, watermark: {out_of_orderness_bound: 0, idle_partitions: {duration: 0}}}]\n",
+			nil},
+		{"source partitions above the maximum", "name: p\nsources: [{name: in, type: generator, stream: s, partitions: »65537}]\n",
+			[]string{`sources[0].partitions: expected at most 65536; got 65537`}},
+		{"source partitions at the maximum", "name: p\nsources: [{name: in, type: generator, stream: s, partitions: 65536}]\n",
+			nil},
+		{"partition_by with an empty path segment", "name: p\nsources: [{name: in, type: file, stream: s, file: {path: x}, partition_by: [»\"user..id\"]}]\n",
+			[]string{`sources[0].partition_by[0]: field "user..id" has an empty path segment; expected field names joined by single dots, such as user.id`}},
+		{"generator partitioned by a field it does not make", "name: p\nsources: [{name: in, type: generator, stream: s, partitions: 2, partition_by: [key, »user]}]\n",
+			[]string{`sources[0].partition_by[1]: a generator's records have only the fields key, seq and filler; got "user"`}},
+		{"generator payload too large", "name: p\nsources: [{name: in, type: generator, stream: s, generator: {payload_bytes: »1GiB}}]\n",
+			[]string{`sources[0].generator.payload_bytes: expected at most 67108864 (64MiB); got 1073741824`}},
+		{"generator rate too low to wait for", "name: p\nsources: [{name: in, type: generator, stream: s, generator: {rate: »1.0e-300}}]\n",
+			[]string{`sources[0].generator.rate: expected 0 (as fast as possible) or at least one record in 292 years; got 1e-300`}},
+		{"generator lag at the end of durations", "name: p\nsources: [{name: in, type: generator, stream: s, generator: {event_lag: »2562047h47m16.854775807s}}]\n",
+			[]string{`sources[0].generator.event_lag: expected a lag below 2562047h47m16.854775807s; got 2562047h47m16.854775807s`}},
 
 		// Computations.
 		{"computation without plugin", preamble + "computations: [»{name: c, input_streams: [s]}]\n",
@@ -208,10 +234,30 @@ func TestParseErrors(t *testing.T) {
 			[]string{`computations[0].batch.max_duration: expected a duration above 0; got 0s`}},
 		{"buffer zero", preamble + "computations: [{name: c, plugin: p, input_streams: [s], buffer_bytes: »0}]\n",
 			[]string{`computations[0].buffer_bytes: expected at least 1; got 0`}},
+		{"computation partitions above the maximum", preamble + "computations: [{name: c, plugin: p, input_streams: [s], partitions: »100000}]\n",
+			[]string{`computations[0].partitions: expected at most 65536; got 100000`}},
+		{"group_by ending in a dot", preamble + "computations: [{name: c, plugin: p, input_streams: [s], group_by: [»user.]}]\n",
+			[]string{`computations[0].group_by[0]: field "user." has an empty path segment; expected field names joined by single dots, such as user.id`}},
+		{"group_by of a nested field", preamble + "computations: [{name: c, plugin: p, input_streams: [s], group_by: [user.id, region]}]\n",
+			nil},
 		{"group_by with an empty field", preamble + "computations: [{name: c, plugin: p, input_streams: [s], group_by: [»\"\"]}]\n",
 			[]string{`computations[0].group_by[0]: expected a payload field name; got an empty string`}},
 		{"dead letters into an output", preamble + "computations: [{name: c, plugin: p, input_streams: [s], output_streams: [t], dead_letter: {stream: »t}}]\n",
 			[]string{`computations[0].dead_letter.stream: stream "t" is also an output stream; dead letters need a stream of their own`}},
+
+		// Tenants' quotas that are numbers.
+		{"cpu_limit NaN", tenantPreamble + "quotas: {cpu_limit: ».nan}}]\n",
+			[]string{`tenants[0].quotas.cpu_limit: expected 0 (no cap) or a finite number of cores, at least 0.001; got NaN`}},
+		{"cpu_limit infinite", tenantPreamble + "quotas: {cpu_limit: ».inf}}]\n",
+			[]string{`tenants[0].quotas.cpu_limit: expected 0 (no cap) or a finite number of cores, at least 0.001; got +Inf`}},
+		{"cpu_limit too small to wait for", tenantPreamble + "quotas: {cpu_limit: »1.0e-9}}]\n",
+			[]string{`tenants[0].quotas.cpu_limit: expected 0 (no cap) or a finite number of cores, at least 0.001; got 1e-09`}},
+		{"cpu_limit at its least", tenantPreamble + "quotas: {cpu_limit: 0.001}}]\n",
+			nil},
+		{"ingest_rate NaN", tenantPreamble + "quotas: {ingest_rate: ».nan}}]\n",
+			[]string{`tenants[0].quotas.ingest_rate: expected records per second, 0 (no cap) to 1e+09; got NaN`}},
+		{"ingest_rate beyond a bucket", tenantPreamble + "quotas: {ingest_rate: »1.0e300}}]\n",
+			[]string{`tenants[0].quotas.ingest_rate: expected records per second, 0 (no cap) to 1e+09; got 1e+300`}},
 
 		// Streams: writers and readers.
 		{"dangling input", preamble + "computations: [{name: c, plugin: p, input_streams: [»orders]}]\n",

@@ -32,6 +32,11 @@ func FuzzParse(f *testing.F) {
 		// A misspelled stream (did you mean) and a syntax error (source context).
 		"name: p\nstreams: [{name: ordres}]\nsources: [{name: in, type: generator, stream: orders}]\ncomputations: [{name: c, plugin: p, input_streams: [ordrs, ordres], input_ordering: {stream_delays: {order: 1m}}}]\n",
 		"name: p\nsources:\n  - name: in\n    type: generator\n     stream: s\n",
+		// On the bounds of the ranges Parse checks.
+		"name: p\nsources: [{name: in, type: generator, stream: s, partitions: 65536, partition_by: [key], watermark: {out_of_orderness_bound: 0, idle_partitions: {duration: 0, max_ratio: 1}}}]\n",
+		"name: p\nsources: [{name: in, type: generator, stream: s, generator: {rate: 1.0e-10, payload_bytes: 64MiB, event_lag: 2562047h47m16.854775806s}}]\n",
+		preamble + "computations: [{name: c, plugin: p, partitions: 65537, group_by: [a..b], input_streams: [s]}]\n",
+		preamble + "tenants: [{name: t, plugin_dirs: [d], quotas: {cpu_limit: .nan, ingest_rate: 1.0e9}}]\n",
 	} {
 		f.Add([]byte(seed))
 	}

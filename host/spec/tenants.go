@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -27,6 +28,13 @@ const (
 	DefaultTenantMaxTimersPerKey = 10000
 	// DefaultTenantMaxModuleBytes caps the size of a tenant's .wasm file.
 	DefaultTenantMaxModuleBytes int64 = 64 << 20
+	// MinTenantCPULimit is the smallest cpu_limit other than 0: a tenant
+	// limited further would wait longer for its next batch than the
+	// scheduler can count.
+	MinTenantCPULimit = 0.001
+	// MaxTenantIngestRate is the largest ingest_rate: a token bucket holds
+	// one second's worth of records, counted in an int.
+	MaxTenantIngestRate = 1e9
 )
 
 // AnyTenant in a stream's SharedWith shares it with every tenant.
@@ -227,8 +235,8 @@ func (v *validator) tenants() {
 		if q.CPUPerBatch <= 0 {
 			v.errorf(fieldPath(qp, "cpu_per_batch"), "expected a duration above 0; got %v", q.CPUPerBatch)
 		}
-		if q.CPULimit < 0 {
-			v.errorf(fieldPath(qp, "cpu_limit"), "expected cores, at least 0; got %v", q.CPULimit)
+		if !(q.CPULimit == 0 || q.CPULimit >= MinTenantCPULimit && !math.IsInf(q.CPULimit, 0)) { // also NaN
+			v.errorf(fieldPath(qp, "cpu_limit"), "expected 0 (no cap) or a finite number of cores, at least %v; got %v", MinTenantCPULimit, q.CPULimit)
 		}
 		v.atLeast(fieldPath(qp, "concurrent_instances"), int64(q.ConcurrentInstances), 0)
 		v.atLeast(fieldPath(qp, "max_output_bytes"), q.MaxOutputBytes, 1)
@@ -237,8 +245,8 @@ func (v *validator) tenants() {
 		}
 		v.atLeast(fieldPath(qp, "max_state_bytes_per_key"), q.MaxStateBytesPerKey, 1)
 		v.atLeast(fieldPath(qp, "max_timers_per_key"), int64(q.MaxTimersPerKey), 1)
-		if q.IngestRate < 0 {
-			v.errorf(fieldPath(qp, "ingest_rate"), "expected records per second, at least 0; got %v", q.IngestRate)
+		if !(q.IngestRate >= 0 && q.IngestRate <= MaxTenantIngestRate) { // also NaN
+			v.errorf(fieldPath(qp, "ingest_rate"), "expected records per second, 0 (no cap) to %v; got %v", MaxTenantIngestRate, q.IngestRate)
 		}
 		v.atLeast(fieldPath(qp, "max_module_bytes"), q.MaxModuleBytes, 8)
 		seen := map[Capability]bool{}

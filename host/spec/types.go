@@ -67,6 +67,17 @@ const (
 	DefaultQuarantineAfter = 3
 )
 
+// Upper bounds of spec fields, checked by Parse so that what parses also
+// runs.
+const (
+	// MaxPartitions bounds the partitions of a source or computation:
+	// every partition has its own queues, watermarks and (for a
+	// computation) guest instance, and message ids hold 31 bits of it.
+	MaxPartitions = 1 << 16
+	// MaxGeneratorPayloadBytes bounds a generated record's filler.
+	MaxGeneratorPayloadBytes int64 = 64 << 20
+)
+
 // Pipeline is a parsed, defaulted and validated pipeline spec. Parse
 // guarantees: every name is valid and unique in its section, every stream has
 // exactly one writer (a source or a computation), every stream that is read
@@ -149,7 +160,7 @@ type Source struct {
 	// to; its quotas.ingest_rate paces the source. Default: the operator's.
 	Tenant string `yaml:"tenant,omitempty"`
 	// Partitions is the number of source partitions; each keeps its own
-	// non-decreasing AlignmentTimestamp. At least 1; default 1.
+	// non-decreasing AlignmentTimestamp. 1..MaxPartitions; default 1.
 	Partitions int `yaml:"partitions"`
 	// PartitionBy lists top-level fields of a record's JSON payload whose
 	// values are hashed to pick the record's partition. Empty: records are
@@ -234,13 +245,18 @@ func (w *SourceWatermark) setDefaults() {
 	w.IdlePartitions.setDefaults()
 }
 
-// IdlePartitions configures idle-partition detection for a source watermark.
+// IdlePartitions configures idle-partition detection for a source
+// watermark. A partition is idle when it has had no record accepted or
+// read for Duration of processing time and has none waiting; when every
+// partition is, the source is idle and left out of the event watermark of
+// the computations it feeds until it accepts a record again (see the
+// "source watermark" section of README.md).
 type IdlePartitions struct {
-	// Duration is how long a partition must receive nothing to count as idle;
-	// 0 turns detection off. Default 1m.
+	// Duration is the idle timeout; 0 turns detection off. Default 1m.
 	Duration time.Duration `yaml:"duration"`
-	// MaxRatio is the largest share of partitions that may be left out as idle,
-	// in [0, 1]. Default 0.4.
+	// MaxRatio is the largest share of partitions that may be left out of
+	// the source's own minimum as idle while some partition is not, in
+	// [0, 1] (never all of them). Default 0.4.
 	MaxRatio float64 `yaml:"max_ratio"`
 }
 
@@ -314,7 +330,7 @@ type Computation struct {
 	// Kind is transform or map. Default transform.
 	Kind ComputationKind `yaml:"kind"`
 	// Partitions is the number of computation partitions; the key picks one.
-	// At least 1; default 1.
+	// 1..MaxPartitions; default 1.
 	Partitions int `yaml:"partitions"`
 	// GroupBy lists top-level fields of a record's JSON payload that form its
 	// key, the unit of state, timers and ordering. Empty: unkeyed.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flowhost/flowhost/plugins/suggest"
 )
@@ -96,7 +97,9 @@ func (v *validator) unique(first map[string]string, path, what, name string) {
 	first[name] = path
 }
 
-// fields checks a list of payload field names (group_by, partition_by).
+// fields checks a list of payload field names (group_by, partition_by):
+// each a top-level field or a dot-separated path into nested objects, as
+// the key extractor reads them.
 func (v *validator) fields(path string, names []string) {
 	seen := map[string]bool{}
 	for i, f := range names {
@@ -104,10 +107,20 @@ func (v *validator) fields(path string, names []string) {
 		switch {
 		case f == "":
 			v.errorf(p, "expected a payload field name; got an empty string")
+		case slices.Contains(strings.Split(f, "."), ""):
+			v.errorf(p, "field %q has an empty path segment; expected field names joined by single dots, such as user.id", f)
 		case seen[f]:
 			v.errorf(p, "duplicate field %q", f)
 		}
 		seen[f] = true
+	}
+}
+
+// partitions checks a partition count: at least 1, at most MaxPartitions.
+func (v *validator) partitions(path string, n int) {
+	v.atLeast(path, int64(n), 1)
+	if n > MaxPartitions {
+		v.errorf(path, "expected at most %d; got %d", MaxPartitions, n)
 	}
 }
 
@@ -154,7 +167,7 @@ func (v *validator) sources() {
 			v.errorf(fieldPath(path, "type"), "required; expected one of %s", strings.Join(s.Type.values(), ", "))
 		}
 		v.requiredName(fieldPath(path, "stream"), s.Stream)
-		v.atLeast(fieldPath(path, "partitions"), int64(s.Partitions), 1)
+		v.partitions(fieldPath(path, "partitions"), s.Partitions)
 		v.fields(fieldPath(path, "partition_by"), s.PartitionBy)
 		v.block(path, string(s.Type), "file", s.File != nil, s.Type == SourceFile)
 		v.block(path, string(s.Type), "http", s.HTTP != nil, s.Type == SourceHTTP)
@@ -170,8 +183,23 @@ func (v *validator) sources() {
 			v.atLeast(fieldPath(gp, "count"), g.Count, 0)
 			if !(g.Rate >= 0) || math.IsInf(g.Rate, 0) {
 				v.errorf(fieldPath(gp, "rate"), "expected a finite number of records per second, at least 0; got %v", g.Rate)
+			} else if g.Rate > 0 && float64(time.Second)/g.Rate >= math.MaxInt64 {
+				v.errorf(fieldPath(gp, "rate"), "expected 0 (as fast as possible) or at least one record in 292 years; got %v", g.Rate)
 			}
 			v.atLeast(fieldPath(gp, "keys"), g.Keys, 1)
+			if g.PayloadBytes > MaxGeneratorPayloadBytes {
+				v.errorf(fieldPath(gp, "payload_bytes"), "expected at most %d (64MiB); got %d", MaxGeneratorPayloadBytes, g.PayloadBytes)
+			}
+			if g.EventLag == math.MaxInt64 {
+				v.errorf(fieldPath(gp, "event_lag"), "expected a lag below %v; got %v", time.Duration(math.MaxInt64), g.EventLag)
+			}
+		}
+		if s.Type == SourceGenerator {
+			for j, f := range s.PartitionBy {
+				if f != "key" && f != "seq" && f != "filler" {
+					v.errorf(indexPath(fieldPath(path, "partition_by"), j), "a generator's records have only the fields key, seq and filler; got %q", f)
+				}
+			}
 		}
 		if r := s.Watermark.IdlePartitions.MaxRatio; !(r >= 0 && r <= 1) {
 			v.errorf(fieldPath(path, "watermark.idle_partitions.max_ratio"), "expected a ratio between 0 and 1; got %v", r)
@@ -224,7 +252,7 @@ func (v *validator) computations() {
 			v.unique(first, fieldPath(path, "name"), "computation", c.Name)
 		}
 		v.requiredName(fieldPath(path, "plugin"), c.Plugin)
-		v.atLeast(fieldPath(path, "partitions"), int64(c.Partitions), 1)
+		v.partitions(fieldPath(path, "partitions"), c.Partitions)
 		v.fields(fieldPath(path, "group_by"), c.GroupBy)
 		if len(c.InputStreams) == 0 {
 			v.errorf(fieldPath(path, "input_streams"), "a computation needs at least one input stream")
