@@ -83,11 +83,13 @@ func StepBefore(trigger int64, hasTimer bool, inputWatermark, heldMin int64, set
 // too long. bounds[i] is Q at the batch's message i (non-decreasing along
 // the batch, as the held input only shrinks while a batch is cut); after is
 // the index of the first message that could have set the timer (its key's
-// first message, or 0 for a key with due timers, which fire before message
-// 0). TimerCut returns the first index i > after with trigger <= bounds[i]:
-// the timer may fall before message i, so the batch must end there and be
-// processed again without messages i and later. ok is false when the timer
-// cannot fall inside the batch.
+// first message), or -1 for a key with due timers in the batch: they fire
+// before message 0, and a timer they set is due there as well once the
+// watermark has passed it (at a position, timers fire to a fixpoint before
+// the message there). TimerCut returns the first index i > after with
+// trigger <= bounds[i]: the timer may fall before message i, so the batch
+// must end there and be processed again without messages i and later. ok
+// is false when the timer cannot fall inside the batch.
 func TimerCut(bounds []int64, after int, trigger int64) (i int, ok bool) {
 	from := max(after+1, 0)
 	if from >= len(bounds) {

@@ -118,10 +118,13 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 // comes after the first input of the key that set it), shortens b to end
 // there and calls again: the messages cut off go back to the front of the
 // merge order, and the timer, now pending, fires where the watermark
-// passes it (next). A response is pure (state and timers live in the
-// host), so only the last call counts; each shortening leaves at least one
-// message, so the loop ends. It returns the batch that was processed with
-// its response, or the failure of its last call.
+// passes it (next). A timer set by a key with due timers may fall before
+// the batch's first message (timers set by fired timers fire at the same
+// position), which leaves a batch of the due timers alone. A response is
+// pure (state and timers live in the host), so only the last call counts;
+// each shortening drops at least one message, so the loop ends. It
+// returns the batch that was processed with its response, or the failure
+// of its last call.
 func (p *partition) callUntilTimersFit(ctx context.Context, b *ordering.Batch, wm abi.Watermarks) (*ordering.Batch, *abi.Response, *batchFailure, error) {
 	for {
 		req, err := p.request(b, wm)
@@ -144,13 +147,15 @@ func (p *partition) callUntilTimersFit(ctx context.Context, b *ordering.Batch, w
 // timerCut returns where the first timer resp sets inside b would fall
 // (an index into p.cutMsgs); ok is false when none does.
 func (p *partition) timerCut(b *ordering.Batch, resp *abi.Response) (int, bool) {
-	if len(p.cutMsgs) < 2 {
+	if len(p.cutMsgs) == 0 {
 		return 0, false
 	}
 	first := map[string]int{}
 	for i := range b.Keys {
 		if len(b.Keys[i].Timers) > 0 {
-			first[b.Keys[i].Key] = 0 // due timers fire before message 0
+			// A timer its due timers set may be due before message 0
+			// too: they fire there, and so does what they set.
+			first[b.Keys[i].Key] = -1
 		}
 	}
 	for i, m := range p.cutMsgs {
