@@ -148,8 +148,11 @@ type partition struct {
 	// order: they come before anything the merge holds.
 	requeued []*ordering.Message
 	blocked  int // senders waiting for room in the inbox
-	woken    bool
-	idle     bool // the worker waits with no input pending, or for the watermark
+	// awaitSince is when the partition began to wait for its input
+	// watermark before the next message (0: it does not wait).
+	awaitSince int64
+	woken      bool
+	idle       bool // the worker waits with no input pending, or for the watermark
 
 	// Owned by the worker goroutine.
 	batcher   *ordering.Batcher
@@ -482,17 +485,25 @@ func (p *partition) takeInput() *ordering.Message {
 	return m
 }
 
+// timerAwaitLimit bounds, in processing time, how long a partition waits
+// for its input watermark before a message that a pending timer may
+// precede (host/spec/README.md, "When a timer fires"): a watermark stuck
+// that long (a silent input) must not stall the partition's input.
+const timerAwaitLimit = time.Minute
+
 // nextStep is what the earliest pending timer means for the next message
 // of the merge order (ordering.StepBefore). Waiting for the watermark is
 // off when it could not end: the inputs have finished, or a sender waits
-// for room that only consuming makes. Called with p.mu held.
-func (p *partition) nextStep(inEvent int64, inputsDone bool) ordering.TimerStep {
+// for room that only consuming makes; and once it has lasted
+// timerAwaitLimit. Called with p.mu held.
+func (p *partition) nextStep(inEvent int64, inputsDone bool, now int64) ordering.TimerStep {
 	q, ok := p.held.Min()
 	if !ok {
 		return ordering.TakeMessage
 	}
 	trig, has := p.timers.MinTrigger()
-	return ordering.StepBefore(trig, has, inEvent, q, !inputsDone && p.blocked == 0)
+	settle := !inputsDone && p.blocked == 0 && (p.awaitSince == 0 || now-p.awaitSince < int64(timerAwaitLimit))
+	return ordering.StepBefore(trig, has, inEvent, q, settle)
 }
 
 // next waits for work and cuts the next batch. It returns nil when the
@@ -536,7 +547,7 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 		p.publishWatermarks()
 		step := ordering.TakeMessage
 		if pending > 0 && !timersDue {
-			step = p.nextStep(inEvent, inputsDone)
+			step = p.nextStep(inEvent, inputsDone, now)
 		}
 		if timersDue || (pending > 0 && step == ordering.TakeMessage && (inputsDone || p.batchDue(now))) {
 			p.cutDue = append(p.cutDue[:0], p.timers.PopDue(twm)...)
@@ -549,7 +560,7 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 				if m == nil || p.batcher.Len() > 0 && p.batcher.Bytes()+m.Size() > lim.MaxBytes {
 					break
 				}
-				if p.nextStep(inEvent, inputsDone) != ordering.TakeMessage {
+				if p.nextStep(inEvent, inputsDone, now) != ordering.TakeMessage {
 					break // a timer falls here: it fires at the next batch's start
 				}
 				q, _ := p.held.Min()
@@ -558,6 +569,7 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 				p.batcher.Add(m, now)
 				p.cutMsgs = append(p.cutMsgs, m)
 				p.cutBounds = append(p.cutBounds, q)
+				p.awaitSince = 0
 			}
 			p.waitingSince = 0
 			if len(p.requeued)+p.merge.Len() > 0 {
@@ -585,7 +597,13 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 			return nil, abi.Watermarks{}, nil
 		}
 		awaiting := step == ordering.AwaitWatermark
-		if pending > 0 && !awaiting {
+		if awaiting {
+			if p.awaitSince == 0 {
+				p.awaitSince = now
+			}
+			// Wake when the wait has lasted its limit.
+			p.lingerTimer.Reset(time.Duration(p.awaitSince + int64(timerAwaitLimit) - now))
+		} else if pending > 0 {
 			// Wake when the oldest waiting message has waited long enough.
 			p.lingerTimer.Reset(time.Duration(p.waitingSince + p.lingerNanos - now))
 		}
