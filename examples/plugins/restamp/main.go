@@ -68,7 +68,10 @@ func eventTime(payload []byte) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("field %q: %w", config.field, err)
 	}
-	return t.UnixNano(), nil
+	if ns := t.UnixNano(); time.Unix(0, ns).Equal(t) {
+		return ns, nil
+	}
+	return 0, fmt.Errorf("field %q: %s is outside the nanosecond timestamps (years 1678 to 2262)", config.field, text)
 }
 
 func process(b *flowhost.Batch) error {

@@ -40,4 +40,36 @@ func TestABadTimeFailsTheKeyNamingTheMessage(t *testing.T) {
 	require.Contains(t, k.Error, `field "happened_at"`)
 	k = run(t, `{"user":"ann"}`)
 	require.Contains(t, k.Error, `no field "happened_at"`)
+	k = run(t, `{"happened_at":"9999-12-31T23:59:59Z"}`)
+	require.Contains(t, k.Error, "outside the nanosecond timestamps")
+}
+
+// FuzzEventTime feeds eventTime arbitrary payloads: it never panics, and
+// what it accepts is an RFC 3339 time that formats back to the same
+// instant.
+func FuzzEventTime(f *testing.F) {
+	config.field = "happened_at"
+	for _, seed := range []string{
+		`{"happened_at":"2024-05-01T10:00:05Z"}`,
+		`{"happened_at":"2024-05-01T10:00:05.123456789+02:00","user":"ann"}`,
+		`{"happened_at":17}`,
+		`{"happened_at":"yesterday"}`,
+		`{"happened_at":"9999-12-31T23:59:59Z"}`,
+		`{"user":"ann"}`,
+		`[1,2]`,
+		``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		ts, err := eventTime(payload)
+		if err != nil {
+			require.NotEmpty(t, err.Error())
+			return
+		}
+		text := time.Unix(0, ts).UTC().Format(time.RFC3339Nano)
+		again, err := time.Parse(time.RFC3339Nano, text)
+		require.NoError(t, err)
+		require.Equal(t, ts, again.UnixNano())
+	})
 }
