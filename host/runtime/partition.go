@@ -628,8 +628,8 @@ func (p *partition) finalEventWatermark(inEvent int64) int64 {
 }
 
 // batchDue reports whether the waiting input fills a batch or has waited
-// its linger (batch.max_duration). Called with p.mu held.
-// Messages a timer cut gave back have waited already.
+// its linger (batch.max_duration); messages a timer cut gave back have
+// waited already. Called with p.mu held.
 func (p *partition) batchDue(now int64) bool {
 	lim := p.batcher.Limits()
 	return p.merge.Len()+len(p.requeued) >= lim.MaxRows ||
