@@ -234,3 +234,77 @@ func TestTimerSetBeforeALaterMessageOfTheBatchFiresBeforeIt(t *testing.T) {
 		require.Equal(t, 10, tk.Count, "tick %+v", tk)
 	}
 }
+
+const restampPipeline = `
+name: restamped
+sources:
+  - {name: in, type: generator, stream: events, generator: {count: 1}, watermark: {out_of_orderness_bound: 10s}}
+computations:
+  - name: restamp
+    plugin: restamp
+    kind: transform
+    input_streams: [events]
+    output_streams: [happened]
+    batch: {max_rows: 1}
+    watermark_strategy: {out_of_orderness_bound: 20s}
+  - name: ticker
+    plugin: ticker
+    kind: transform
+    group_by: [user]
+    input_streams: [happened]
+    output_streams: [ticks]
+    batch: {max_rows: 1}
+sinks:
+  - {name: sink, type: stdout, streams: [ticks]}
+`
+
+// TestWatermarkStrategyKeepsDownstreamTimersOnTime: restamp sets each
+// output's EventTimestamp from the payload, five minutes before the
+// input's and out of order by up to 6s, and its watermark_strategy holds
+// its output watermark at the newest output minus 20s, so the minute
+// ticker downstream ticks exactly as the rule gives for the restamped
+// times. Passing the input watermark on (the old behaviour) ran five
+// minutes ahead of the restamped messages, and timers fired before the
+// messages they should have followed.
+func TestWatermarkStrategyKeepsDownstreamTimersOnTime(t *testing.T) {
+	restamp := compute.Func(func(_ context.Context, req *abi.Request) (*abi.Response, error) {
+		resp := &abi.Response{}
+		for _, k := range req.Keys {
+			rk := abi.ResponseKey{Key: k.Key}
+			for j, m := range k.Messages {
+				var p struct{ At int64 }
+				if err := json.Unmarshal(m.Payload, &p); err != nil {
+					return nil, err
+				}
+				rk.Emits = append(rk.Emits, abi.Emit{Stream: "happened", Payload: m.Payload, EventTimestamp: &p.At, Parents: []uint32{uint32(len(k.Timers) + j)}})
+			}
+			resp.Keys = append(resp.Keys, rk)
+		}
+		return resp, nil
+	})
+	base := int64(1_714_557_600) * int64(time.Second)
+	var recs sliceSource
+	var restamped []tickerInput
+	for i := range 300 {
+		write := base + int64(i)*int64(time.Second)
+		at := write - int64(5*time.Minute) - int64(i%7)*int64(time.Second)
+		user := fmt.Sprintf("u%d", i%3)
+		recs = append(recs, record(0, write, write, fmt.Sprintf(`{"at":%d,"user":%q}`, at, user)))
+		restamped = append(restamped, tickerInput{user: user, event: at})
+	}
+	p, err := spec.Parse("restamped.yaml", []byte(restampPipeline))
+	require.NoError(t, err)
+	sink := &captureSink{}
+	rt, err := runtime.New(p, map[string]compute.Factory{"restamp": compute.Native(restamp), "ticker": compute.Native(minuteTicker)},
+		runtime.WithSource("in", recs), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}))
+	require.NoError(t, err)
+	require.NoError(t, rt.Run(context.Background()))
+	var ticks []tick
+	for _, r := range sink.records {
+		var tk tick
+		require.NoError(t, json.Unmarshal(r.Payload, &tk))
+		ticks = append(ticks, tk)
+	}
+	sortTicks(ticks)
+	require.Equal(t, modelTicks(restamped), ticks)
+}
