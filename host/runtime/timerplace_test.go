@@ -19,6 +19,7 @@ import (
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/ordering"
 )
 
 // tick is what the minute ticker emits when a timer of a key fires: the
@@ -85,6 +86,7 @@ computations:
   - name: ticker
     plugin: ticker
     kind: transform
+    partitions: %d
     group_by: [user]
     input_streams: [events]
     output_streams: [ticks]
@@ -100,15 +102,15 @@ type tickerInput struct {
 	event int64
 }
 
-// runTicker runs the minute ticker over in with the given batch limit and
-// returns its ticks, sorted.
-func runTicker(t require.TestingT, in []tickerInput, maxRows int, linger string) []tick {
+// runTicker runs the minute ticker over in with the given partitions and
+// batch limits and returns its ticks, sorted.
+func runTicker(t require.TestingT, in []tickerInput, partitions, maxRows int, linger string) []tick {
 	var recs sliceSource
 	for i, r := range in {
 		recs = append(recs, record(0, int64(1_000_000+i), r.event, fmt.Sprintf(`{"user":%q}`, r.user)))
 	}
 	sink := &captureSink{}
-	p, err := spec.Parse("ticker.yaml", []byte(fmt.Sprintf(tickerPipeline, maxRows, linger)))
+	p, err := spec.Parse("ticker.yaml", []byte(fmt.Sprintf(tickerPipeline, partitions, maxRows, linger)))
 	require.NoError(t, err)
 	rt, err := runtime.New(p, map[string]compute.Factory{"ticker": compute.Native(minuteTicker)},
 		runtime.WithSource("in", recs), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}))
@@ -211,10 +213,23 @@ func tickerRecords(t *rapid.T) []tickerInput {
 func TestTimersFireWhereTheWatermarkPassesThemWhateverTheBatchLimits(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := tickerRecords(t)
+		partitions := rapid.IntRange(1, 3).Draw(t, "partitions")
 		maxRows := rapid.SampledFrom([]int{1, 2, 3, 7, 1000}).Draw(t, "max_rows")
 		linger := rapid.SampledFrom([]string{"1ms", "10ms", "1s"}).Draw(t, "max_duration")
-		want := modelTicks(in)
-		require.Equal(t, want, runTicker(t, in, maxRows, linger), "max_rows %d, max_duration %s", maxRows, linger)
+		// Each computation partition has its own merge order and
+		// watermark: the rule applies to each.
+		var want []tick
+		for part := range partitions {
+			var mine []tickerInput
+			for _, r := range in {
+				if ordering.PartitionOf(fmt.Sprintf(`[%q]`, r.user), partitions) == part {
+					mine = append(mine, r)
+				}
+			}
+			want = append(want, modelTicks(mine)...)
+		}
+		sortTicks(want)
+		require.Equal(t, want, runTicker(t, in, partitions, maxRows, linger), "partitions %d, max_rows %d, max_duration %s", partitions, maxRows, linger)
 	})
 }
 
@@ -227,7 +242,7 @@ func TestTimerSetBeforeALaterMessageOfTheBatchFiresBeforeIt(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		in = append(in, tickerInput{user: "ann", event: base + int64(i)*int64(6*time.Second)})
 	}
-	got := runTicker(t, in, 1000, "1s")
+	got := runTicker(t, in, 1, 1000, "1s")
 	require.Equal(t, modelTicks(in), got)
 	require.Len(t, got, 6, "a tick at each of the five minute ends, and one with nothing new after the end")
 	for _, tk := range got[:5] {
