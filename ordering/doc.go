@@ -22,7 +22,10 @@
 //   - [Batcher] cuts batches by rows, bytes and age and groups them per key,
 //     due timers first.
 //   - [SourceWatermark], [StreamWatermark] and [TimerStore] carry event time
-//     forward and fire timers at TriggerTimestamp <= watermark.
+//     forward and fire timers at TriggerTimestamp <= watermark;
+//     [StepBefore] and [TimerCut] place a timer at the position of the merge
+//     order where the watermark passes it, whatever the batch limits, and
+//     [OutputWatermark] is a transform's watermark_strategy.
 //
 // All timestamps are int64 nanoseconds since the Unix epoch.
 //

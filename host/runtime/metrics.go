@@ -44,6 +44,9 @@ type metrics struct {
 	sourceIdlePartitions *prometheus.GaugeVec
 	streamIdle           *prometheus.GaugeVec
 	lateMessages         *prometheus.CounterVec
+	// timerCuts counts batches shortened because a timer the guest set
+	// in them would have fallen inside them (process.go).
+	timerCuts *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -172,6 +175,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	reg.MustRegister(m.sourceThrottled, m.tenantSlotSeconds, m.tenantWaitSeconds, m.tenantRunning, m.quotaExceeded, m.reloads, m.commitSeconds, m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
 		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
 		m.bufferedBytes, m.sinkRecords, m.backpressureNs, m.batchRetries, m.quarantined)
+	m.timerCuts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flowhost_timer_cuts_total",
+		Help: "Batches of a computation processed again shorter because a timer set in them fell before one of their later messages.",
+	}, []string{"computation"})
+	reg.MustRegister(m.timerCuts)
 	return m
 }
 

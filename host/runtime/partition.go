@@ -142,11 +142,30 @@ type partition struct {
 	mergeAt int64 // bytes the merge may hold before the inbox keeps the rest
 	events  ordering.InFlight
 	systems ordering.InFlight
-	woken   bool
-	idle    bool // the worker waits with no input pending
+	// held are the EventTimestamps of the messages not yet cut into a
+	// batch (inbox, merge and requeued): Q of ordering.StepBefore.
+	held ordering.InFlight
+	// requeued are messages a timer cut gave back (process.go), in merge
+	// order: they come before anything the merge holds.
+	requeued []*ordering.Message
+	blocked  int // senders waiting for room in the inbox
+	// awaitSince is when the partition began to wait for its input
+	// watermark before the next message (0: it does not wait).
+	awaitSince int64
+	woken      bool
+	idle       bool // the worker waits with no input pending, or for the watermark
 
 	// Owned by the worker goroutine.
 	batcher   *ordering.Batcher
+	rebatcher *ordering.Batcher // rebuilds a batch a timer cut shortened
+	// The batch being processed, in merge order, with Q at each message
+	// (ordering.TimerCut) and the due timers it fires first.
+	cutMsgs   []*ordering.Message
+	cutBounds []int64
+	cutDue    []ordering.Timer
+	// strategy is the watermark_strategy estimate (nil: none), an extra
+	// input of evWM.
+	strategy  *ordering.OutputWatermark
 	timers    *ordering.TimerStore
 	timerEvts ordering.InFlight
 	state     PartitionState
@@ -189,7 +208,12 @@ func (p *partition) start(ctx context.Context) error {
 	p.self = ordering.Sender{Computation: c.spec.Name, Partition: p.index}
 	p.outWM.Store(ordering.NoWatermark)
 	p.outSysWM.Store(ordering.NoWatermark)
-	p.evWM = ordering.NewStreamWatermark(len(c.inputs))
+	if ws := c.spec.WatermarkStrategy; ws != nil && c.kind == abi.KindTransform {
+		p.strategy = ordering.NewOutputWatermark(ws.OutOfOrdernessBound)
+		p.evWM = ordering.NewStreamWatermark(len(c.inputs) + 1)
+	} else {
+		p.evWM = ordering.NewStreamWatermark(len(c.inputs))
+	}
 	p.sysWM = ordering.NewStreamWatermark(len(c.inputs))
 	p.inEvWM = ordering.NewStreamWatermark(len(c.inputs))
 	inboxCap := max(c.spec.BufferBytes/4, 1)
@@ -216,11 +240,15 @@ func (p *partition) start(ctx context.Context) error {
 	if p.merge, err = ordering.NewMerge(c.spec.InputStreams, mopts...); err != nil {
 		return err
 	}
-	if p.batcher, err = ordering.NewBatcher(ordering.BatchLimits{
+	limits := ordering.BatchLimits{
 		MaxRows:  c.spec.Batch.MaxRows,
 		MaxBytes: c.spec.Batch.MaxBytes,
 		MaxAge:   int64(c.spec.Batch.MaxDuration),
-	}); err != nil {
+	}
+	if p.batcher, err = ordering.NewBatcher(limits); err != nil {
+		return err
+	}
+	if p.rebatcher, err = ordering.NewBatcher(limits); err != nil {
 		return err
 	}
 	var meta store.PartitionMeta
@@ -305,6 +333,7 @@ func (p *partition) restoreQueue() error {
 		}
 		p.events.Add(m.Time.Event)
 		p.systems.Add(m.Time.System)
+		p.held.Add(m.Time.Event)
 		s.mBuffered.Inc()
 		s.mBufferedBytes.Add(float64(m.Size()))
 		return nil
@@ -364,7 +393,9 @@ func (p *partition) send(ctx context.Context, from ordering.Sender, m *ordering.
 		}
 		p.woken = true // the worker must drain the inbox to make room
 		p.cond.Broadcast()
+		p.blocked++
 		p.cond.Wait()
+		p.blocked--
 	}
 	if !blockedSince.IsZero() {
 		p.comp.rt.metrics.backpressureNs.WithLabelValues(p.comp.spec.Name).Add(time.Since(blockedSince).Seconds())
@@ -374,6 +405,7 @@ func (p *partition) send(ctx context.Context, from ordering.Sender, m *ordering.
 	if m.Time.Event < p.inEvWM.Value() {
 		p.comp.rt.metrics.lateMessages.WithLabelValues(p.comp.spec.Name, m.Stream).Inc()
 	}
+	p.held.Add(m.Time.Event)
 	// Wake the worker only when it waits for input or a batch is full:
 	// while it lingers, its timer wakes it, and waking it for every
 	// message would cost a context switch per message.
@@ -411,12 +443,13 @@ func (p *partition) inputWatermarks() (event, system int64, allFinished bool) {
 	return p.inEvWM.Advance(0, false), system, allFinished
 }
 
-// timerWatermark is the watermark timers fire against: the input watermark
-// lowered to the earliest EventTimestamp still queued here, so a timer
-// never overtakes a message already waiting in this partition's buffers.
-// Called with p.mu held.
+// timerWatermark is the watermark timers fire against at the next
+// position of the merge order (ordering/timerplace.go): the input
+// watermark lowered to the earliest EventTimestamp still held here, so a
+// timer never overtakes a message already waiting in this partition's
+// buffers. Called with p.mu held, between batches.
 func (p *partition) timerWatermark(inputEvent int64) int64 {
-	if m, ok := p.events.Min(); ok {
+	if m, ok := p.held.Min(); ok {
 		return min(inputEvent, m)
 	}
 	return inputEvent
@@ -435,8 +468,63 @@ func (p *partition) run(ctx context.Context) error {
 	}
 }
 
+// peekInput returns the next message of the merge order: a requeued one
+// first. Called with p.mu held.
+func (p *partition) peekInput() *ordering.Message {
+	if len(p.requeued) > 0 {
+		return p.requeued[0]
+	}
+	if p.merge.Len() == 0 {
+		return nil
+	}
+	m, _ := p.merge.Peek()
+	return m
+}
+
+// takeInput consumes the message peekInput returned. Called with p.mu
+// held.
+func (p *partition) takeInput() *ordering.Message {
+	if len(p.requeued) > 0 {
+		m := p.requeued[0]
+		p.requeued[0] = nil
+		p.requeued = p.requeued[1:]
+		return m // its priority is still in p.prio
+	}
+	m, prio := p.merge.Pop()
+	p.prio[m] = prio
+	return m
+}
+
+// timerAwaitLimit bounds, in processing time, how long a partition waits
+// for its input watermark before a message that a pending timer may
+// precede (host/spec/README.md, "When a timer fires"): a watermark stuck
+// that long (a silent input) must not stall the partition's input.
+const timerAwaitLimit = time.Minute
+
+// nextStep is what the earliest pending timer means for the next message
+// of the merge order (ordering.StepBefore). Waiting for the watermark is
+// off when it could not end: the inputs have finished, or a sender waits
+// for room that only consuming makes; and once it has lasted
+// timerAwaitLimit. Called with p.mu held.
+func (p *partition) nextStep(inEvent int64, inputsDone bool, now int64) ordering.TimerStep {
+	q, ok := p.held.Min()
+	if !ok {
+		return ordering.TakeMessage
+	}
+	trig, has := p.timers.MinTrigger()
+	settle := !inputsDone && p.blocked == 0 && (p.awaitSince == 0 || now-p.awaitSince < int64(timerAwaitLimit))
+	return ordering.StepBefore(trig, has, inEvent, q, settle)
+}
+
 // next waits for work and cuts the next batch. It returns nil when the
 // partition is finished.
+//
+// A batch starts at a position of the merge order: the timers due there
+// (Trigger <= the timer watermark) fire first, then messages follow in
+// merge order until a limit is reached or a pending timer could fall
+// before the next message (ordering.StepBefore). So timers fire where the
+// watermark passes them, whatever the batch limits; process.go shortens a
+// batch in which a timer the guest set would have fallen.
 func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -456,7 +544,8 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 		})
 		p.cond.Broadcast() // room in the inbox for blocked senders
 		now := p.comp.rt.opts.now()
-		if p.merge.Len() == 0 {
+		pending := len(p.requeued) + p.merge.Len()
+		if pending == 0 {
 			p.waitingSince = 0
 		} else if p.waitingSince == 0 {
 			p.waitingSince = now
@@ -466,32 +555,46 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 		minTrigger, hasTimers := p.timers.MinTrigger()
 		timersDue := hasTimers && minTrigger <= twm
 		p.publishWatermarks()
-		pending := p.merge.Len() + p.batcher.Len()
-		if timersDue || (pending > 0 && (inputsDone || p.batchDue(now))) {
+		step := ordering.TakeMessage
+		if pending > 0 && !timersDue {
+			step = p.nextStep(inEvent, inputsDone, now)
+		}
+		if timersDue || (pending > 0 && step == ordering.TakeMessage && (inputsDone || p.batchDue(now))) {
+			p.cutDue = append(p.cutDue[:0], p.timers.PopDue(twm)...)
+			p.cutMsgs, p.cutBounds = p.cutMsgs[:0], p.cutBounds[:0]
+			lim := p.batcher.Limits()
 			// Messages stay in the merge until the cut, so that the
 			// cross-stream order covers everything that arrived meanwhile.
-			for p.merge.Len() > 0 {
-				m, prio := p.merge.Pop()
-				p.prio[m] = prio
-				if p.batcher.Add(m, now) {
+			for p.batcher.Len() < lim.MaxRows {
+				m := p.peekInput()
+				if m == nil || p.batcher.Len() > 0 && p.batcher.Bytes()+m.Size() > lim.MaxBytes {
 					break
 				}
+				if p.nextStep(inEvent, inputsDone, now) != ordering.TakeMessage {
+					break // a timer falls here: it fires at the next batch's start
+				}
+				q, _ := p.held.Min()
+				p.takeInput()
+				p.held.Remove(m.Time.Event)
+				p.batcher.Add(m, now)
+				p.cutMsgs = append(p.cutMsgs, m)
+				p.cutBounds = append(p.cutBounds, q)
+				p.awaitSince = 0
 			}
 			p.waitingSince = 0
-			if p.merge.Len() > 0 {
+			if len(p.requeued)+p.merge.Len() > 0 {
 				p.waitingSince = now
 			}
-			due := p.timers.PopDue(twm)
-			b := p.batcher.Cut(due)
+			b := p.batcher.Cut(p.cutDue)
 			// The guest sees the input watermarks, not the timer watermark
 			// (lowered to what is queued here): a message older than
 			// the event watermark is late, and the guest can tell.
 			return &b, abi.Watermarks{Event: inEvent, System: inSystem}, nil
 		}
-		if inputsDone && p.inbox.Len(p.comp.spec.Name, 0) == 0 {
+		if inputsDone && pending == 0 && p.inbox.Len(p.comp.spec.Name, 0) == 0 {
 			if !p.finished {
 				p.finished = true
-				p.outWM.Store(max(p.outWM.Load(), inEvent))
+				p.outWM.Store(max(p.outWM.Load(), p.finalEventWatermark(inEvent)))
 				end := inEvent == endOfStream
 				if !end {
 					if n := p.timers.Len(); n > 0 {
@@ -503,12 +606,21 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 			}
 			return nil, abi.Watermarks{}, nil
 		}
-		if pending > 0 {
+		awaiting := step == ordering.AwaitWatermark
+		if awaiting {
+			if p.awaitSince == 0 {
+				p.awaitSince = now
+			}
+			// Wake when the wait has lasted its limit.
+			p.lingerTimer.Reset(time.Duration(p.awaitSince + int64(timerAwaitLimit) - now))
+		} else if pending > 0 {
 			// Wake when the oldest waiting message has waited long enough.
 			p.lingerTimer.Reset(time.Duration(p.waitingSince + p.lingerNanos - now))
 		}
 		p.woken = false
-		p.idle = pending == 0
+		// Waiting for the watermark, the worker wants every watermark
+		// move, as when it waits for input.
+		p.idle = pending == 0 || awaiting
 		for !p.woken && ctx.Err() == nil {
 			p.cond.Wait()
 		}
@@ -516,19 +628,30 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 	}
 }
 
+// finalEventWatermark is the event watermark a finishing partition
+// publishes: its inputs', held back by the watermark_strategy if any.
+func (p *partition) finalEventWatermark(inEvent int64) int64 {
+	if p.strategy != nil && inEvent != endOfStream {
+		return min(inEvent, p.strategy.Value())
+	}
+	return inEvent
+}
+
 // batchDue reports whether the waiting input fills a batch or has waited
-// its linger (batch.max_duration). Called with p.mu held.
+// its linger (batch.max_duration); messages a timer cut gave back have
+// waited already. Called with p.mu held.
 func (p *partition) batchDue(now int64) bool {
 	lim := p.batcher.Limits()
-	return p.merge.Len()+p.batcher.Len() >= lim.MaxRows ||
-		p.merge.Bytes()+p.batcher.Bytes() >= lim.MaxBytes ||
-		p.batcher.Len() > 0 ||
+	return p.merge.Len()+len(p.requeued) >= lim.MaxRows ||
+		p.merge.Bytes() >= lim.MaxBytes ||
+		len(p.requeued) > 0 ||
 		now-p.waitingSince >= p.lingerNanos
 }
 
 // publishWatermarks computes the partition's output watermarks, the input
 // watermarks lowered to what is still in flight here (queued messages and
-// pending timers) and never moving back (ordering.StreamWatermark), and
+// pending timers) and never moving back (ordering.StreamWatermark), the
+// event one also held back by the watermark_strategy if any, and
 // raises the output streams' watermarks to the minimum over the
 // computation's partitions. Called with p.mu held.
 func (p *partition) publishWatermarks() {
@@ -536,6 +659,9 @@ func (p *partition) publishWatermarks() {
 	for i, s := range p.comp.inputs {
 		p.evWM.SetInput(i, s.eventWM.Load())
 		p.sysWM.SetInput(i, s.systemWM.Load())
+	}
+	if p.strategy != nil {
+		p.evWM.SetInput(len(p.comp.inputs), p.strategy.Value())
 	}
 	evMin, evOK := p.events.Min()
 	p.comp.publishIdle(p, allIdle && !evOK)

@@ -44,25 +44,15 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 	}
 	defer p.giveToken()
 	p.epoch++
-	if r.trace != nil {
-		p.traceBatch(b)
-	}
-	ep := &epoch{commit: Commit{Epoch: p.epoch}}
-	for i := range b.Keys {
-		for _, t := range b.Keys[i].Timers {
-			ep.commit.TimersDeleted = append(ep.commit.TimersDeleted, TimerRef{t.Key, t.Trigger})
-		}
-	}
 	fs := &p.failures
 	var dlErr error // the batch's inputs all go to the dead-letter route with it
+	var resp *abi.Response
 	if fs.quarantine != nil {
 		dlErr = fs.quarantine
 	} else {
-		req, err := p.request(b, wm)
-		if err != nil {
-			return err
-		}
-		resp, failed, err := p.callWithRetries(ctx, b, wm, req)
+		var failed *batchFailure
+		var err error
+		b, resp, failed, err = p.callUntilTimersFit(ctx, b, wm)
 		switch {
 		case err != nil:
 			return err
@@ -73,9 +63,20 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 			dlErr = failed.deadLetterErr()
 		default:
 			fs.exhausted = 0
-			if err := p.apply(ctx, ep, b, resp); err != nil {
-				return err
-			}
+		}
+	}
+	if r.trace != nil {
+		p.traceBatch(b)
+	}
+	ep := &epoch{commit: Commit{Epoch: p.epoch}}
+	for i := range b.Keys {
+		for _, t := range b.Keys[i].Timers {
+			ep.commit.TimersDeleted = append(ep.commit.TimersDeleted, TimerRef{t.Key, t.Trigger})
+		}
+	}
+	if resp != nil {
+		if err := p.apply(ctx, ep, b, resp); err != nil {
+			return err
 		}
 	}
 	if dlErr != nil {
@@ -97,10 +98,105 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 	if err := r.deliver(ctx, p.self, ep.ds); err != nil {
 		return err
 	}
+	if p.strategy != nil {
+		p.mu.Lock()
+		for _, m := range ep.outs {
+			if c.mOut[m.Stream] != nil { // not a dead letter
+				p.strategy.Emitted(m.Time.Event)
+			}
+		}
+		p.mu.Unlock()
+	}
 	p.release(b)
 	c.mBatchRows.Observe(float64(batchInputs(b)))
 	c.mBatchTime.Observe(time.Since(started).Seconds())
 	return nil
+}
+
+// callUntilTimersFit calls the guest with b and, while a timer the guest
+// set would fall inside b (ordering.TimerCut: before a message of b that
+// comes after the first input of the key that set it), shortens b to end
+// there and calls again: the messages cut off go back to the front of the
+// merge order, and the timer, now pending, fires where the watermark
+// passes it (next). A timer set by a key with due timers may fall before
+// the batch's first message (timers set by fired timers fire at the same
+// position), which leaves a batch of the due timers alone. A response is
+// pure (state and timers live in the host), so only the last call counts;
+// each shortening drops at least one message, so the loop ends. It
+// returns the batch that was processed with its response, or the failure
+// of its last call.
+func (p *partition) callUntilTimersFit(ctx context.Context, b *ordering.Batch, wm abi.Watermarks) (*ordering.Batch, *abi.Response, *batchFailure, error) {
+	for {
+		req, err := p.request(b, wm)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		resp, failed, err := p.callWithRetries(ctx, b, wm, req)
+		if err != nil || failed != nil {
+			return b, nil, failed, err
+		}
+		cut, ok := p.timerCut(b, resp)
+		if !ok {
+			return b, resp, nil, nil
+		}
+		p.comp.rt.metrics.timerCuts.WithLabelValues(p.comp.spec.Name).Inc()
+		b = p.shorten(cut)
+	}
+}
+
+// timerCut returns where the first timer resp sets inside b would fall
+// (an index into p.cutMsgs); ok is false when none does.
+func (p *partition) timerCut(b *ordering.Batch, resp *abi.Response) (int, bool) {
+	if len(p.cutMsgs) == 0 {
+		return 0, false
+	}
+	first := map[string]int{}
+	for i := range b.Keys {
+		if len(b.Keys[i].Timers) > 0 {
+			// A timer its due timers set may be due before message 0
+			// too: they fire there, and so does what they set.
+			first[b.Keys[i].Key] = -1
+		}
+	}
+	for i, m := range p.cutMsgs {
+		if _, seen := first[m.Key]; !seen {
+			first[m.Key] = i
+		}
+	}
+	cut, found := len(p.cutMsgs), false
+	for i := range resp.Keys {
+		rk := &resp.Keys[i]
+		if rk.Error != "" {
+			continue // nothing of a failed key is applied
+		}
+		for _, ts := range rk.TimersSet {
+			if at, ok := ordering.TimerCut(p.cutBounds[:cut], first[rk.Key], ts.TriggerTimestamp); ok {
+				cut, found = at, true
+			}
+		}
+	}
+	return cut, found
+}
+
+// shorten gives the messages of the current batch from index cut on back
+// to the front of the merge order and returns the batch of those before,
+// with the same due timers.
+func (p *partition) shorten(cut int) *ordering.Batch {
+	back := p.cutMsgs[cut:]
+	p.mu.Lock()
+	p.requeued = append(append(make([]*ordering.Message, 0, len(back)+len(p.requeued)), back...), p.requeued...)
+	for _, m := range back {
+		p.held.Add(m.Time.Event)
+	}
+	p.mu.Unlock()
+	clear(p.cutMsgs[cut:])
+	p.cutMsgs, p.cutBounds = p.cutMsgs[:cut], p.cutBounds[:cut]
+	now := p.comp.rt.opts.now()
+	for _, m := range p.cutMsgs {
+		p.rebatcher.Add(m, now)
+	}
+	nb := p.rebatcher.Cut(p.cutDue)
+	return &nb
 }
 
 // takeToken waits for a worker slot of the partition's tenant

@@ -342,9 +342,11 @@ type Computation struct {
 	OutputStreams []string `yaml:"output_streams,omitempty"`
 	// InputOrdering configures the merge of the input streams.
 	InputOrdering InputOrdering `yaml:"input_ordering"`
-	// WatermarkStrategy, when set, makes the computation estimate the event
-	// watermark of what it emits from its outputs' event timestamps instead of
-	// passing on its inputs' watermark. Only for kind transform.
+	// WatermarkStrategy, when set, holds the event watermark of what the
+	// computation emits at most at the newest event timestamp it emitted
+	// minus the bound (none before its first output); the inputs'
+	// watermark, lowered to what is in flight, still caps it. Only for
+	// kind transform.
 	WatermarkStrategy *WatermarkStrategy `yaml:"watermark_strategy,omitempty"`
 	// DistributionOrdering is strict or relaxed. Default strict.
 	DistributionOrdering DistributionOrdering `yaml:"distribution_ordering"`
@@ -448,7 +450,8 @@ type InputOrdering struct {
 }
 
 // WatermarkStrategy configures the event watermark a transform computes for
-// what it emits.
+// what it emits: for a transform that sets its outputs' event timestamps
+// itself, so that its inputs' watermark says nothing about them.
 type WatermarkStrategy struct {
 	// OutOfOrdernessBound is how far behind the newest emitted event timestamp
 	// the watermark stays. Default 1m.

@@ -116,7 +116,7 @@ func TestExamplePlugins(t *testing.T) {
 	for _, d := range dirs {
 		names = append(names, filepath.Base(d))
 	}
-	require.Equal(t, []string{"crash-tally", "enrich", "order-join", "window-count"}, names)
+	require.Equal(t, []string{"crash-tally", "enrich", "minute-ticker", "order-join", "restamp", "window-count"}, names)
 
 	_, err = build.ExamplePlugins(t.TempDir())
 	require.ErrorContains(t, err, "no plugin sources")
