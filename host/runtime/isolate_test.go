@@ -1,0 +1,311 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/host/compute"
+	"github.com/flowhost/flowhost/host/runtime"
+	"github.com/flowhost/flowhost/host/spec"
+	"github.com/flowhost/flowhost/host/store"
+)
+
+// Isolating the inputs that fail on their own (isolate.go).
+
+// The ways a guest fails an input, as poisonTally does them.
+const (
+	failTrap     = "trap"     // the call fails (cause call)
+	failBatch    = "batch"    // the guest reports the batch failed
+	failValidate = "validate" // the response breaks the ABI's rules
+	failKey      = "key"      // the guest reports the input's key failed
+)
+
+// poisonTally is a keyed transform that counts its key's messages in its
+// state and emits {"key","seq","n"} for each, n being the count so far:
+// an output tells which state its message saw. After a call it sets the
+// key's timer at the end of time, or cancels it when the key's last
+// message in the call says "stop"; the timer emits {"key","count"}. A
+// message saying "poison" fails the way mode says; a due timer of a key
+// in trapTimers traps. It counts its calls and instances.
+type poisonTally struct {
+	mode       string
+	trapTimers map[string]bool
+	mu         sync.Mutex
+	calls      int
+	instances  int
+}
+
+// endOfTime is the trigger of poisonTally's timers: they fire when the
+// input ends.
+const endOfTime = math.MaxInt64 - 1
+
+func (g *poisonTally) factory() compute.Factory {
+	return compute.FactoryFunc(func(context.Context, *abi.Init) (compute.Computation, error) {
+		g.mu.Lock()
+		g.instances++
+		g.mu.Unlock()
+		return compute.Func(g.process), nil
+	})
+}
+
+func (g *poisonTally) process(_ context.Context, req *abi.Request) (*abi.Response, error) {
+	g.mu.Lock()
+	g.calls++
+	g.mu.Unlock()
+	resp := &abi.Response{}
+	for _, k := range req.Keys {
+		var n int
+		if k.State != nil {
+			if err := json.Unmarshal(k.State, &n); err != nil {
+				return nil, err
+			}
+		}
+		rk := abi.ResponseKey{Key: k.Key}
+		for range k.Timers {
+			if g.trapTimers[k.Key] {
+				return nil, errors.New("trap: unreachable (a timer)")
+			}
+			rk.Emits = append(rk.Emits, abi.Emit{Stream: "out", Payload: fmt.Appendf(nil, `{"key":%q,"count":%d}`, k.Key, n)})
+		}
+		stop := false
+	messages:
+		for j, m := range k.Messages {
+			var p struct {
+				Seq          int
+				Poison, Stop bool
+			}
+			if err := json.Unmarshal(m.Payload, &p); err != nil {
+				return nil, err
+			}
+			if p.Poison {
+				switch g.mode {
+				case failTrap:
+					return nil, fmt.Errorf("trap: unreachable (seq %d)", p.Seq)
+				case failBatch:
+					return &abi.Response{Error: fmt.Sprintf("cannot take seq %d", p.Seq)}, nil
+				case failValidate:
+					rk.Emits = append(rk.Emits, abi.Emit{Stream: "undeclared", Payload: []byte(`{}`)})
+				case failKey:
+					rk = abi.ResponseKey{Key: k.Key, Error: fmt.Sprintf("cannot take seq %d", p.Seq)}
+				}
+				break messages
+			}
+			n++
+			stop = p.Stop
+			rk.Emits = append(rk.Emits, abi.Emit{Stream: "out", Payload: fmt.Appendf(nil, `{"key":%q,"seq":%d,"n":%d}`, k.Key, p.Seq, n), Parents: []uint32{uint32(len(k.Timers) + j)}})
+		}
+		if rk.Error == "" {
+			if len(k.Messages) > 0 {
+				if stop {
+					rk.TimersCancel = []int64{endOfTime}
+				} else {
+					rk.TimersSet = []abi.Timer{{TriggerTimestamp: endOfTime}}
+				}
+			}
+			rk.StateOp, rk.State = abi.StateReplace, fmt.Appendf(nil, "%d", n)
+		}
+		resp.Keys = append(resp.Keys, rk)
+	}
+	return resp, nil
+}
+
+const isolatePipeline = `
+name: isolate
+sources:
+  - {name: in, type: generator, stream: events, generator: {count: 1}}
+computations:
+  - name: tally
+    plugin: tally
+    partitions: %d
+    group_by: [key]
+    input_streams: [events]
+    output_streams: [out]
+    batch: {max_rows: %d}
+    on_failure: {retries: %d, backoff: 0s, quarantine_after: %d}
+sinks:
+  - {name: sink, type: stdout, streams: [out]}
+`
+
+// isolateInput is one record of an isolation test.
+type isolateInput struct {
+	key          int
+	poison, stop bool
+}
+
+func isolateRecords(in []isolateInput) sliceSource {
+	var recs sliceSource
+	for i, r := range in {
+		recs = append(recs, record(0, int64(i+1), int64(i+1),
+			fmt.Sprintf(`{"key":"k%d","seq":%d,"poison":%t,"stop":%t}`, r.key, i, r.poison, r.stop)))
+	}
+	return recs
+}
+
+// isolateOutcome is what a run of poisonTally gave.
+type isolateOutcome struct {
+	perKey     map[string][][2]int // per key its outputs' (seq, n), in the sink's order
+	counts     map[string]int      // per key its timer's count
+	dead       []int               // the seqs of the dead-lettered messages, in order
+	deadTimers int                 // dead-lettered timers
+	ids        map[string]int
+}
+
+func runIsolation(t require.TestingT, p string, g *poisonTally, in []isolateInput, st *store.Store) (*runtime.Runtime, isolateOutcome) {
+	sink := &captureSink{}
+	var dead bytes.Buffer
+	opts := []runtime.Option{runtime.WithSource("in", isolateRecords(in)), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&dead)}
+	if st != nil {
+		opts = append(opts, runtime.WithStore(st))
+	}
+	sp, err := spec.Parse("test.yaml", []byte(p))
+	require.NoError(t, err)
+	rt, err := runtime.New(sp, map[string]compute.Factory{"tally": g.factory()}, opts...)
+	require.NoError(t, err)
+	runtime.SetRetryWait(rt, (&fakeWaits{}).wait)
+	require.NoError(t, rt.Run(context.Background()))
+
+	out := isolateOutcome{perKey: map[string][][2]int{}, counts: map[string]int{}, ids: map[string]int{}}
+	for _, r := range sink.records {
+		out.ids[r.MessageID]++
+		var p struct {
+			Key           string
+			Seq, N, Count *int
+		}
+		require.NoError(t, json.Unmarshal(r.Payload, &p))
+		if p.Count != nil {
+			_, dup := out.counts[p.Key]
+			require.False(t, dup, "the timer of %s fired twice", p.Key)
+			out.counts[p.Key] = *p.Count
+			continue
+		}
+		out.perKey[p.Key] = append(out.perKey[p.Key], [2]int{*p.Seq, *p.N})
+	}
+	for _, line := range strings.Split(strings.TrimSpace(dead.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var d struct {
+			Stage, Error string
+			Record       struct{ Seq *int }
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &d), line)
+		require.Equal(t, "guest", d.Stage)
+		if d.Record.Seq == nil {
+			out.deadTimers++
+			continue
+		}
+		out.dead = append(out.dead, *d.Record.Seq)
+	}
+	return rt, out
+}
+
+// expectedIsolation is what poisonTally must give for in when exactly
+// the poison messages fail: per key its good messages in order, counted
+// 1, 2, ...; the timer of a key whose last good message did not say stop
+// fires once with the count; the poison messages are dead-lettered.
+func expectedIsolation(in []isolateInput) isolateOutcome {
+	want := isolateOutcome{perKey: map[string][][2]int{}, counts: map[string]int{}}
+	armed := map[string]bool{}
+	for i, r := range in {
+		key := fmt.Sprintf(`["k%d"]`, r.key)
+		if r.poison {
+			want.dead = append(want.dead, i)
+			continue
+		}
+		want.perKey[key] = append(want.perKey[key], [2]int{i, len(want.perKey[key]) + 1})
+		armed[key] = !r.stop
+	}
+	for key, on := range armed {
+		if on {
+			want.counts[key] = len(want.perKey[key])
+		}
+	}
+	return want
+}
+
+// TestOnlyTheInputsThatFailAloneAreDeadLettered is the property: for
+// random batches with poison messages at random places, failed in any of
+// the ways a guest fails, with or without a store, every good message is
+// processed once, in its key's order, seeing the state its predecessors
+// left (n counts 1, 2, ...); each key's timer, set and cancelled by
+// parts of narrowed batches, fires once or not at all as the good
+// messages say, and nothing stays pending; exactly the poison messages
+// are dead-lettered, each once; the metrics count each isolated failure,
+// and the calls spent stay within 2·k·⌈log₂ n⌉.
+func TestOnlyTheInputsThatFailAloneAreDeadLettered(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		mode := rapid.SampledFrom([]string{failTrap, failBatch, failValidate, failKey}).Draw(rt, "mode")
+		n := rapid.IntRange(1, 80).Draw(rt, "messages")
+		keys := rapid.IntRange(1, 6).Draw(rt, "keys")
+		bad := rapid.IntRange(0, min(n, isolateAtMost)).Draw(rt, "poison messages")
+		in := make([]isolateInput, n)
+		for i := range in {
+			in[i] = isolateInput{key: rapid.IntRange(0, keys-1).Draw(rt, "key"), stop: rapid.IntRange(0, 5).Draw(rt, "stop") == 0}
+		}
+		for _, i := range rapid.Permutation(rapidRange(n)).Draw(rt, "order")[:bad] {
+			in[i].poison = true
+		}
+		partitions := rapid.IntRange(1, 2).Draw(rt, "partitions")
+		maxRows := rapid.IntRange(1, 64).Draw(rt, "max_rows")
+		retries := rapid.IntRange(0, 1).Draw(rt, "retries")
+		var st *store.Store
+		if rapid.Bool().Draw(rt, "store") {
+			dir, err := os.MkdirTemp("", "isolate")
+			require.NoError(rt, err)
+			defer os.RemoveAll(dir)
+			st, err = store.Open(dir, store.Options{})
+			require.NoError(rt, err)
+			defer st.Close()
+		}
+		g := &poisonTally{mode: mode}
+		r, got := runIsolation(rt, fmt.Sprintf(isolatePipeline, partitions, maxRows, retries, 0), g, in, st)
+
+		want := expectedIsolation(in)
+		require.Equal(rt, want.perKey, got.perKey, "each key's good messages, in order, each seeing its predecessors' state")
+		require.Equal(rt, want.counts, got.counts, "the timers that fire, each once, with the state at the end")
+		require.ElementsMatch(rt, want.dead, got.dead, "exactly the poison messages are dead-lettered")
+		require.Zero(rt, got.deadTimers)
+		for id, times := range got.ids {
+			require.Equal(rt, 1, times, "message id %s", id)
+		}
+		cause := map[string]string{failTrap: "call", failBatch: "batch", failValidate: "validate", failKey: "key"}[mode]
+		require.Equal(rt, float64(bad), counter(t, r, "flowhost_isolated_failures_total", "tally", cause))
+		v, _ := seriesValue(t, r, "flowhost_isolation_unresolved_total", map[string]string{"computation": "tally"})
+		require.Zero(rt, v)
+		calls, _ := seriesValue(t, r, "flowhost_isolation_calls_total", map[string]string{"computation": "tally", "cause": cause})
+		require.LessOrEqual(rt, calls, float64(2*bad*bits.Len(uint(max(maxRows-1, 1)))),
+			"isolating k failures in batches of at most n takes at most 2·k·⌈log₂ n⌉ calls")
+		if st != nil {
+			for p := range partitions {
+				timers, err := st.Timers("tally", p)
+				require.NoError(rt, err)
+				require.Empty(rt, timers, "a timer stayed pending in the store")
+			}
+		}
+	})
+}
+
+// isolateAtMost keeps the property's poison messages within what a
+// narrowing always isolates.
+const isolateAtMost = 8
+
+func rapidRange(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
