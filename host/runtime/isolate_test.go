@@ -133,7 +133,7 @@ computations:
     group_by: [key]
     input_streams: [events]
     output_streams: [out]
-    batch: {max_rows: %d}
+    batch: {max_rows: %d, max_duration: 1h}
     on_failure: {retries: %d, backoff: 0s, quarantine_after: %d}
 sinks:
   - {name: sink, type: stdout, streams: [out]}
@@ -160,6 +160,7 @@ type isolateOutcome struct {
 	counts     map[string]int      // per key its timer's count
 	dead       []int               // the seqs of the dead-lettered messages, in order
 	deadTimers int                 // dead-lettered timers
+	deadErrs   []string            // the dead letters' errors, in order
 	ids        map[string]int
 }
 
@@ -199,15 +200,18 @@ func runIsolation(t require.TestingT, p string, g *poisonTally, in []isolateInpu
 		}
 		var d struct {
 			Stage, Error string
-			Record       struct{ Seq *int }
+			Record       json.RawMessage
 		}
 		require.NoError(t, json.Unmarshal([]byte(line), &d), line)
 		require.Equal(t, "guest", d.Stage)
-		if d.Record.Seq == nil {
+		out.deadErrs = append(out.deadErrs, d.Error)
+		if string(d.Record) == `""` { // a timer's empty payload
 			out.deadTimers++
 			continue
 		}
-		out.dead = append(out.dead, *d.Record.Seq)
+		var rec struct{ Seq int }
+		require.NoError(t, json.Unmarshal(d.Record, &rec), line)
+		out.dead = append(out.dead, rec.Seq)
 	}
 	return rt, out
 }
@@ -308,4 +312,105 @@ func rapidRange(n int) []int {
 		out[i] = i
 	}
 	return out
+}
+
+// TestIsolationCases: a due timer that traps is isolated like a message;
+// quarantine counts batches in which every input failed, never one bad
+// input among good ones; and a narrowing that reaches its limit of calls
+// dead-letters what it has not resolved, saying so.
+func TestIsolationCases(t *testing.T) {
+	good := func(keys ...int) []isolateInput {
+		var in []isolateInput
+		for _, k := range keys {
+			in = append(in, isolateInput{key: k})
+		}
+		return in
+	}
+	poisoned := func(in []isolateInput, at ...int) []isolateInput {
+		for _, i := range at {
+			in[i].poison = true
+		}
+		return in
+	}
+	tests := []struct {
+		name                              string
+		in                                []isolateInput
+		trapTimers                        map[string]bool
+		maxRows, quarantineAfter          int
+		quarantined                       float64
+		isolated, unresolved, narrowCalls float64
+		deadMessages, deadTimers          int
+		deadErr                           []string
+	}{
+		{
+			name:       "a trapping timer among others",
+			in:         good(0, 1, 2, 0, 1, 2),
+			trapTimers: map[string]bool{`["k1"]`: true},
+			maxRows:    100, quarantineAfter: 1,
+			isolated: 1, narrowCalls: 2 * 2, // 3 timers in the batch that fires them: 2 calls, then 2 more for its half of 2
+			deadTimers: 1,
+			deadErr:    []string{`trap: unreachable (a timer) (it fails on its own: isolated from a batch of 3 inputs)`},
+		},
+		{
+			name:    "one bad record among good ones, quarantine_after 1",
+			in:      poisoned(good(0, 1, 0, 1, 0, 1, 0, 1, 0, 1), 4),
+			maxRows: 100, quarantineAfter: 1,
+			isolated: 1, narrowCalls: 6, // halves of 5 (5 = 2 + 3, then 3 = 1 + 2, then 2 = 1 + 1)
+			deadMessages: 1,
+			deadErr:      []string{`trap: unreachable (seq 4) (it fails on its own: isolated from a batch of 10 inputs)`},
+		},
+		{
+			name:    "batches of only failures quarantine",
+			in:      poisoned(good(0, 0, 0, 0), 0, 1),
+			maxRows: 1, quarantineAfter: 2,
+			quarantined: 1, isolated: 2,
+			deadMessages: 4,
+			deadErr: []string{`trap: unreachable (seq 0)`, `trap: unreachable (seq 1)`,
+				`partition 0 is quarantined: 2 batches in a row failed on every input (on_failure.quarantine_after: 2)`,
+				`partition 0 is quarantined: 2 batches in a row failed on every input (on_failure.quarantine_after: 2)`},
+		},
+		{
+			name:    "a success in between starts the count again",
+			in:      poisoned(good(0, 0, 0, 0, 0), 0, 2, 4),
+			maxRows: 1, quarantineAfter: 2,
+			isolated: 3, deadMessages: 3,
+		},
+		{
+			name:    "the limit of calls",
+			in:      poisoned(good(make([]int, 64)...), rapidRange(64)...),
+			maxRows: 64,
+			// 96 calls (2·8·⌈log₂ 64⌉) isolate the first 16 inputs, by
+			// depth-first bisection: 2 calls per level to reach the first
+			// 4, and so on; the rest is dead-lettered unresolved.
+			narrowCalls:  96,
+			deadMessages: 64,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &poisonTally{mode: failTrap, trapTimers: tt.trapTimers}
+			rt, got := runIsolation(t, fmt.Sprintf(isolatePipeline, 1, tt.maxRows, 0, tt.quarantineAfter), g, tt.in, nil)
+			require.Len(t, got.dead, tt.deadMessages)
+			require.Equal(t, tt.deadTimers, got.deadTimers)
+			for i, want := range tt.deadErr {
+				require.Contains(t, got.deadErrs[i], want, "dead letter %d", i)
+			}
+			q, _ := seriesValue(t, rt, "flowhost_computation_quarantined", map[string]string{"computation": "tally"})
+			require.Equal(t, tt.quarantined, q)
+			calls, _ := seriesValue(t, rt, "flowhost_isolation_calls_total", map[string]string{"computation": "tally", "cause": "call"})
+			require.Equal(t, tt.narrowCalls, calls, "calls spent narrowing")
+			isolated := counter(t, rt, "flowhost_isolated_failures_total", "tally", "call")
+			unresolved, _ := seriesValue(t, rt, "flowhost_isolation_unresolved_total", map[string]string{"computation": "tally"})
+			if tt.name != "the limit of calls" {
+				require.Equal(t, tt.isolated, isolated)
+				require.Zero(t, unresolved)
+				return
+			}
+			require.Equal(t, 64.0, isolated+unresolved, "every input is isolated or unresolved")
+			require.GreaterOrEqual(t, isolated, 8.0)
+			require.NotZero(t, unresolved)
+			require.Contains(t, got.deadErrs[63], `not isolated: narrowing the failed batch of 64 inputs reached its limit of 96 calls`)
+			require.Contains(t, got.deadErrs[63], `trap: unreachable`)
+		})
+	}
 }
