@@ -86,6 +86,9 @@ func runPoison(t *testing.T, records, users int, extra map[int]string) (map[stri
 	data, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
 	require.NoError(t, err)
 	for _, line := range lines(string(data)) {
+		if line == "" {
+			continue // no output at all
+		}
 		var rec connect.SinkRecord
 		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
 		var o poisonOutput
