@@ -18,13 +18,24 @@ package runtime
 // error), and the partition gives its worker token back while it waits,
 // so that the other partitions run meanwhile; it holds no lock.
 //
-// When every attempt failed, then: dead_letter sends the batch's inputs
-// to the dead-letter route with the last error, in the batch's epoch, and
-// then: stop fails the run before anything of the batch commits. After
-// quarantine_after batches in a row of one partition exhausted their
-// retries the partition is quarantined: it closes its instance and
-// dead-letters every further batch without calling the guest, until the
-// run restarts (the record of it is kept in memory only).
+// When every attempt failed, then: stop fails the run before anything of
+// the batch commits, and then: dead_letter narrows the batch down
+// (isolate.go): bisected on fresh instances until only the inputs that
+// fail on their own go to the dead-letter route, each with the error of
+// the call that held it alone, while the rest is applied in order, in
+// the batch's one epoch. A key the guest reports failed is narrowed the
+// same way, without a retry. Retries are for a failure of the whole batch
+// that passes (a transient trap, a deadline on a loaded machine); a
+// failure that survived them is taken as caused by an input, so the
+// narrowing's calls are single attempts.
+//
+// Quarantine is for a computation that keeps failing, not for one bad
+// record: after quarantine_after batches in a row of one partition in
+// which inputs failed and none succeeded (countFailures), the partition
+// is quarantined: it closes its instance and dead-letters every further
+// batch without calling the guest, until the run restarts or a reload
+// (the record of it is kept in memory only). A batch with one bad input
+// among good ones resets the count.
 
 import (
 	"context"
