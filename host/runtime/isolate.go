@@ -40,10 +40,13 @@ package runtime
 //
 // The cost: isolating k failing inputs in a batch of n takes at most
 // 2·k·⌈log₂ n⌉ calls. A narrowing spends at most isolationCalls(n) calls
-// (enough for isolateAtLeast failing inputs wherever they are); past
-// that, every part still unresolved is dead-lettered whole with an error
-// saying that the limit was reached and what the failure was, and counts
-// in flowhost_isolation_unresolved_total.
+// (enough for isolateAtLeast failing inputs wherever they are), and it
+// stops early when more than isolateAtLeast inputs failed and none
+// succeeded: a guest that fails everything, which quarantine is for,
+// costs about log₂ n + 2·isolateAtLeast calls per batch. Past either
+// limit, every part still unresolved is dead-lettered whole with an error
+// saying which limit and what the failure was, and counts in
+// flowhost_isolation_unresolved_total.
 
 import (
 	"context"
@@ -130,12 +133,12 @@ func (iso *isolation) run(ctx context.Context, part *ordering.Batch, parentErr e
 	p := iso.p
 	c := p.comp
 	m := c.rt.metrics
-	if iso.callsLeft == 0 {
+	if reason := iso.unresolvable(); reason != "" {
 		n := batchInputs(part)
 		iso.failed += n
 		m.isolationUnresolved.WithLabelValues(c.spec.Name).Add(float64(n))
-		uerr := fmt.Errorf("not isolated: narrowing the failed batch of %d inputs reached its limit of %d calls, so this part of %d inputs is dead-lettered whole; the failure narrowed: %w",
-			iso.batchInputs, isolationCalls(iso.batchInputs), n, parentErr)
+		uerr := fmt.Errorf("not isolated: narrowing the failed batch of %d inputs %s, so this part of %d inputs is dead-lettered whole; the failure narrowed: %w",
+			iso.batchInputs, reason, n, parentErr)
 		for i := range part.Keys {
 			if err := p.deadLetterKey(ctx, iso.ep, &part.Keys[i], stageGuest, uerr); err != nil {
 				return err
@@ -162,6 +165,21 @@ func (iso *isolation) run(ctx context.Context, part *ordering.Batch, parentErr e
 	m.guestErrors.WithLabelValues(c.spec.Name, cause).Inc()
 	p.closeInstance(ctx)
 	return iso.narrow(ctx, part, cause, gerr)
+}
+
+// unresolvable says why the narrowing calls the guest no more, or "":
+// its calls are spent, or more than isolateAtLeast inputs failed on
+// their own and none succeeded, so that the guest looks as if it failed
+// every input (a broken plugin, which quarantine is for) and each further
+// call, perhaps a deadline, would only find one more.
+func (iso *isolation) unresolvable() string {
+	switch {
+	case iso.callsLeft == 0:
+		return fmt.Sprintf("reached its limit of %d calls", isolationCalls(iso.batchInputs))
+	case iso.succeeded == 0 && iso.failed > isolateAtLeast:
+		return fmt.Sprintf("found %d inputs that fail on their own and none that succeeds", iso.failed)
+	}
+	return ""
 }
 
 // isolated dead-letters part, a single input that failed on its own.

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/bits"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -341,6 +342,7 @@ func TestIsolationCases(t *testing.T) {
 		isolated, unresolved, narrowCalls float64
 		deadMessages, deadTimers          int
 		deadErr                           []string
+		unresolvedErr                     string // the first unresolved dead letter's
 	}{
 		{
 			name:       "a trapping timer among others",
@@ -376,14 +378,23 @@ func TestIsolationCases(t *testing.T) {
 			isolated: 3, deadMessages: 3,
 		},
 		{
-			name:    "the limit of calls",
-			in:      poisoned(good(make([]int, 64)...), rapidRange(64)...),
-			maxRows: 64,
-			// 96 calls (2·8·⌈log₂ 64⌉) isolate the first 16 inputs, by
-			// depth-first bisection: 2 calls per level to reach the first
-			// 4, and so on; the rest is dead-lettered unresolved.
-			narrowCalls:  96,
-			deadMessages: 64,
+			name: "the limit of calls",
+			// Every other input fails: 96 calls (2·8·⌈log₂ 64⌉) isolate
+			// the 24 of inputs 0 to 47; 48 to 63, 8 of them good, are
+			// dead-lettered unresolved.
+			in:          poisoned(good(make([]int, 64)...), evens(64)...),
+			maxRows:     64,
+			narrowCalls: 96, isolated: 24, deadMessages: 40,
+			unresolvedErr: `not isolated: narrowing the failed batch of 64 inputs reached its limit of 96 calls, so this part of`,
+		},
+		{
+			name: "a guest that fails everything",
+			// Depth first: 5 calls down to the first input, then 16 more
+			// to isolate 8 more; the 9th without a success stops it.
+			in:          poisoned(good(make([]int, 64)...), rapidRange(64)...),
+			maxRows:     64,
+			narrowCalls: 21, isolated: 9, deadMessages: 64,
+			unresolvedErr: `not isolated: narrowing the failed batch of 64 inputs found 9 inputs that fail on their own and none that succeeds, so this part of 1 inputs`,
 		},
 	}
 	for _, tt := range tests {
@@ -401,16 +412,28 @@ func TestIsolationCases(t *testing.T) {
 			require.Equal(t, tt.narrowCalls, calls, "calls spent narrowing")
 			isolated := counter(t, rt, "flowhost_isolated_failures_total", "tally", "call")
 			unresolved, _ := seriesValue(t, rt, "flowhost_isolation_unresolved_total", map[string]string{"computation": "tally"})
-			if tt.name != "the limit of calls" {
+			if tt.unresolvedErr == "" {
 				require.Equal(t, tt.isolated, isolated)
 				require.Zero(t, unresolved)
 				return
 			}
-			require.Equal(t, 64.0, isolated+unresolved, "every input is isolated or unresolved")
-			require.GreaterOrEqual(t, isolated, 8.0)
+			require.Equal(t, float64(tt.deadMessages), isolated+unresolved, "every failed input is isolated or unresolved")
+			if tt.isolated > 0 {
+				require.Equal(t, tt.isolated, isolated)
+			}
 			require.NotZero(t, unresolved)
-			require.Contains(t, got.deadErrs[63], `not isolated: narrowing the failed batch of 64 inputs reached its limit of 96 calls`)
-			require.Contains(t, got.deadErrs[63], `trap: unreachable`)
+			i := slices.IndexFunc(got.deadErrs, func(e string) bool { return strings.Contains(e, "not isolated") })
+			require.GreaterOrEqual(t, i, 0, "an unresolved dead letter")
+			require.Contains(t, got.deadErrs[i], tt.unresolvedErr)
+			require.Contains(t, got.deadErrs[i], `trap: unreachable`, "the failure narrowed")
 		})
 	}
+}
+
+func evens(n int) []int {
+	var out []int
+	for i := 0; i < n; i += 2 {
+		out = append(out, i)
+	}
+	return out
 }
