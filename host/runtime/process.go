@@ -220,14 +220,25 @@ func (p *partition) closeInstance(ctx context.Context) {
 }
 
 // ensureInstance makes the partition's instance if the last one was
-// closed after a failure. An error is fatal to the run.
+// closed after a failure. It is an instance of the version the partition
+// runs, not of a newer one a Reload brought meanwhile: a batch, retries
+// and narrowing included, runs on one version, and the partition moves
+// to the new one at its next epoch (adoptVersion). An error is fatal to
+// the run.
 func (p *partition) ensureInstance(ctx context.Context) error {
 	if p.proc != nil {
 		return nil
 	}
-	if err := p.instantiate(ctx); err != nil {
+	v := p.version
+	if v == nil {
+		v = p.comp.version.Load()
+	}
+	proc, err := v.factory.Instantiate(ctx, p.comp.init(p.index))
+	if err != nil {
 		return fmt.Errorf("computation %q partition %d: replacing a failed instance: %w", p.comp.spec.Name, p.index, err)
 	}
+	p.proc = proc
+	p.use(ctx, v)
 	return nil
 }
 
