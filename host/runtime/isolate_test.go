@@ -19,6 +19,7 @@ import (
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/compute"
+	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/host/store"
@@ -32,6 +33,9 @@ const (
 	failBatch    = "batch"    // the guest reports the batch failed
 	failValidate = "validate" // the response breaks the ABI's rules
 	failKey      = "key"      // the guest reports the input's key failed
+	// failSkip is the reference: the guest passes over the message, as if
+	// the host had left it out.
+	failSkip = "skip"
 )
 
 // poisonTally is a keyed transform that counts its key's messages in its
@@ -43,6 +47,7 @@ const (
 // in trapTimers traps. It counts its calls and instances.
 type poisonTally struct {
 	mode       string
+	noTimers   bool // sets and cancels no timer
 	trapTimers map[string]bool
 	mu         sync.Mutex
 	calls      int
@@ -101,6 +106,8 @@ func (g *poisonTally) process(_ context.Context, req *abi.Request) (*abi.Respons
 					rk.Emits = append(rk.Emits, abi.Emit{Stream: "undeclared", Payload: []byte(`{}`)})
 				case failKey:
 					rk = abi.ResponseKey{Key: k.Key, Error: fmt.Sprintf("cannot take seq %d", p.Seq)}
+				case failSkip:
+					continue
 				}
 				break messages
 			}
@@ -109,7 +116,7 @@ func (g *poisonTally) process(_ context.Context, req *abi.Request) (*abi.Respons
 			rk.Emits = append(rk.Emits, abi.Emit{Stream: "out", Payload: fmt.Appendf(nil, `{"key":%q,"seq":%d,"n":%d}`, k.Key, p.Seq, n), Parents: []uint32{uint32(len(k.Timers) + j)}})
 		}
 		if rk.Error == "" {
-			if len(k.Messages) > 0 {
+			if len(k.Messages) > 0 && !g.noTimers {
 				if stop {
 					rk.TimersCancel = []int64{endOfTime}
 				} else {
@@ -163,6 +170,7 @@ type isolateOutcome struct {
 	deadTimers int                 // dead-lettered timers
 	deadErrs   []string            // the dead letters' errors, in order
 	ids        map[string]int
+	records    []connect.SinkRecord // what the sink got, in order
 }
 
 func runIsolation(t require.TestingT, p string, g *poisonTally, in []isolateInput, st *store.Store) (*runtime.Runtime, isolateOutcome) {
@@ -179,7 +187,7 @@ func runIsolation(t require.TestingT, p string, g *poisonTally, in []isolateInpu
 	runtime.SetRetryWait(rt, (&fakeWaits{}).wait)
 	require.NoError(t, rt.Run(context.Background()))
 
-	out := isolateOutcome{perKey: map[string][][2]int{}, counts: map[string]int{}, ids: map[string]int{}}
+	out := isolateOutcome{perKey: map[string][][2]int{}, counts: map[string]int{}, ids: map[string]int{}, records: sink.records}
 	for _, r := range sink.records {
 		out.ids[r.MessageID]++
 		var p struct {
@@ -436,4 +444,39 @@ func evens(n int) []int {
 		out = append(out, i)
 	}
 	return out
+}
+
+// TestNarrowedBatchesGiveWhatTheGoodMessagesAloneGive compares, on random
+// inputs cut into the same batches (max_duration is long, so batches are
+// cut by max_rows and the end of input only), a run whose guest fails the
+// poison messages with a run whose guest passes over them: the sink gets
+// the same records in the same order, with the same message ids and event
+// timestamps. So the parts of a narrowed batch apply in the batch's order,
+// and a failed call spends no id.
+func TestNarrowedBatchesGiveWhatTheGoodMessagesAloneGive(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		mode := rapid.SampledFrom([]string{failTrap, failBatch, failValidate, failKey}).Draw(rt, "mode")
+		n := rapid.IntRange(1, 60).Draw(rt, "messages")
+		keys := rapid.IntRange(1, 5).Draw(rt, "keys")
+		in := make([]isolateInput, n)
+		for i := range in {
+			in[i] = isolateInput{key: rapid.IntRange(0, keys-1).Draw(rt, "key")}
+		}
+		bad := rapid.IntRange(0, min(n, isolateAtMost)).Draw(rt, "poison messages")
+		for _, i := range rapid.Permutation(rapidRange(n)).Draw(rt, "order")[:bad] {
+			in[i].poison = true
+		}
+		p := fmt.Sprintf(isolatePipeline, 1, rapid.IntRange(1, 32).Draw(rt, "max_rows"), 0, 0)
+		_, narrowed := runIsolation(rt, p, &poisonTally{mode: mode, noTimers: true}, in, nil)
+		_, reference := runIsolation(rt, p, &poisonTally{mode: failSkip, noTimers: true}, in, nil)
+		require.Len(rt, narrowed.dead, bad)
+		require.Empty(rt, reference.dead)
+		require.Equal(rt, len(reference.records), len(narrowed.records))
+		for i, want := range reference.records {
+			got := narrowed.records[i]
+			require.Equal(rt, string(want.Payload), string(got.Payload), "record %d", i)
+			require.Equal(rt, want.MessageID, got.MessageID, "record %d", i)
+			require.Equal(rt, want.EventTS, got.EventTS, "record %d", i)
+		}
+	})
 }
