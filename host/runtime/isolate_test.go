@@ -480,3 +480,50 @@ func TestNarrowedBatchesGiveWhatTheGoodMessagesAloneGive(t *testing.T) {
 		}
 	})
 }
+
+// TestACrashDuringANarrowingRedoesTheWholeBatch stops a durable run in the
+// middle of a narrowing (a fresh instance cannot be made, which is fatal):
+// nothing of the batch has committed or reached the sink, and the next
+// run on the same store narrows the whole batch again, to exactly the
+// outcome of a run that never stopped.
+func TestACrashDuringANarrowingRedoesTheWholeBatch(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	in := make([]isolateInput, 20)
+	for i := range in {
+		in[i] = isolateInput{key: i % 3, stop: i == 7}
+	}
+	in[5].poison, in[13].poison = true, true
+	p := fmt.Sprintf(isolatePipeline, 1, 64, 0, 0)
+
+	// The first instance fails the batch; the second, the narrowing's
+	// first, cannot be made.
+	g := &poisonTally{mode: failTrap}
+	var made int
+	broken := compute.FactoryFunc(func(ctx context.Context, init *abi.Init) (compute.Computation, error) {
+		if made++; made == 2 {
+			return nil, errors.New("out of memory")
+		}
+		return g.factory().Instantiate(ctx, init)
+	})
+	sink := &captureSink{}
+	var dead bytes.Buffer
+	rt, err := runtime.New(mustSpec(t, p), map[string]compute.Factory{"tally": broken},
+		runtime.WithSource("in", isolateRecords(in)), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&dead), runtime.WithStore(st))
+	require.NoError(t, err)
+	err = rt.Run(context.Background())
+	require.ErrorContains(t, err, "replacing a failed instance: out of memory")
+	require.Empty(t, sink.records, "nothing of the batch reached the sink")
+	require.Empty(t, dead.String(), "nothing of the batch was dead-lettered")
+	_, ok, err := st.Partition("tally", 0)
+	require.NoError(t, err)
+	require.False(t, ok, "no epoch committed")
+
+	r, got := runIsolation(t, p, &poisonTally{mode: failTrap}, nil, st)
+	want := expectedIsolation(in)
+	require.Equal(t, want.perKey, got.perKey)
+	require.Equal(t, want.counts, got.counts)
+	require.ElementsMatch(t, want.dead, got.dead)
+	require.Equal(t, 2.0, counter(t, r, "flowhost_isolated_failures_total", "tally", "call"))
+}
