@@ -7,9 +7,10 @@ package runtime
 // instances, until only the inputs that fail alone remain. A failed part
 // is split in two halves in the order the guest sees the batch (keys in
 // the batch's order, per key its due timers, then its messages in merge
-// order), and each half is called, left first. A half that succeeds is
-// applied; a half that fails is split again; a single input that fails is
-// dead-lettered with the error of the call that held it alone. A key that
+// order), and each half is called, left first (the second without a
+// call when the first succeeded, see narrow). A half that succeeds is
+// applied; a half that fails is split again; a single input that fails,
+// called alone, is dead-lettered with the error of that call. A key that
 // fails in a response that otherwise succeeded is narrowed the same way,
 // at its place in the response, so that everything is applied in the
 // order of the batch: a later part reads the keyed state the earlier
@@ -94,24 +95,37 @@ func (p *partition) newIsolation(ep *epoch, b *ordering.Batch, wm abi.Watermarks
 }
 
 // applied applies the successful response resp to part, a piece of the
-// batch, narrowing each key the guest reported failed, at its place.
-func (iso *isolation) applied(ctx context.Context, part *ordering.Batch, resp *abi.Response) error {
+// batch, narrowing each key the guest reported failed, at its place. It
+// tells whether the response failed no key.
+func (iso *isolation) applied(ctx context.Context, part *ordering.Batch, resp *abi.Response) (clean bool, err error) {
 	iso.succeeded += batchInputs(part)
-	return iso.p.apply(ctx, iso.ep, part, resp, func(kb *ordering.KeyBatch, kerr error, quota bool) error {
+	clean = true
+	err = iso.p.apply(ctx, iso.ep, part, resp, func(kb *ordering.KeyBatch, kerr error, quota bool) error {
 		iso.succeeded -= keyInputs(kb)
 		if quota {
 			// A quota is the host's limit on what a key keeps, not a
 			// failure of the guest: the key fails whole, as it always did.
 			return iso.p.deadLetterKey(ctx, iso.ep, kb, stageGuest, kerr)
 		}
+		clean = false
 		iso.p.comp.rt.metrics.guestErrors.WithLabelValues(iso.p.comp.spec.Name, causeKey).Inc()
 		return iso.narrow(ctx, &ordering.Batch{Keys: []ordering.KeyBatch{*kb}}, causeKey, kerr)
 	})
+	return clean, err
 }
 
 // narrow handles part, which failed with cause and err: a single input
 // is dead-lettered, a larger part is split in two halves, called in
 // order.
+//
+// When the first half succeeds cleanly, the failure is in the second:
+// a failure that survived the retries is taken as caused by an input, so
+// the second half is split at once, without a call of its own that would
+// only fail (a call, and a fresh instance, saved at about every other
+// level). A single input is always called alone before it is
+// dead-lettered, so an input is never blamed for its neighbours; a guess
+// that was wrong (a deadline that the whole part exceeded, but neither of
+// its halves) costs only finer parts, which succeed.
 func (iso *isolation) narrow(ctx context.Context, part *ordering.Batch, cause string, err error) error {
 	if iso.cause == "" {
 		iso.cause = cause
@@ -121,15 +135,21 @@ func (iso *isolation) narrow(ctx context.Context, part *ordering.Batch, cause st
 		return iso.isolated(ctx, part, cause, err)
 	}
 	left, right := splitBatch(part)
-	if err := iso.run(ctx, &left, err); err != nil {
-		return err
+	clean, rerr := iso.run(ctx, &left, err)
+	if rerr != nil {
+		return rerr
 	}
-	return iso.run(ctx, &right, err)
+	if clean && batchInputs(&right) > 1 {
+		return iso.narrow(ctx, &right, cause, err)
+	}
+	_, rerr = iso.run(ctx, &right, err)
+	return rerr
 }
 
 // run calls the guest with part, one piece of a failed part whose error
-// was parentErr, and applies or narrows it by the outcome.
-func (iso *isolation) run(ctx context.Context, part *ordering.Batch, parentErr error) error {
+// was parentErr, and applies or narrows it by the outcome. It tells
+// whether the call succeeded and failed no key.
+func (iso *isolation) run(ctx context.Context, part *ordering.Batch, parentErr error) (clean bool, err error) {
 	p := iso.p
 	c := p.comp
 	m := c.rt.metrics
@@ -141,30 +161,30 @@ func (iso *isolation) run(ctx context.Context, part *ordering.Batch, parentErr e
 			iso.batchInputs, reason, n, parentErr)
 		for i := range part.Keys {
 			if err := p.deadLetterKey(ctx, iso.ep, &part.Keys[i], stageGuest, uerr); err != nil {
-				return err
+				return false, err
 			}
 		}
-		return nil
+		return false, nil
 	}
 	iso.callsLeft--
 	m.isolationCalls.WithLabelValues(c.spec.Name, iso.cause).Inc()
 	req, err := p.request(part, iso.wm, iso.ep)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := p.ensureInstance(ctx); err != nil {
-		return err
+		return false, err
 	}
 	resp, cause, gerr := p.call(ctx, req)
 	if gerr == nil {
 		return iso.applied(ctx, part, resp)
 	}
 	if err := ctx.Err(); err != nil {
-		return err // the run is stopping
+		return false, err // the run is stopping
 	}
 	m.guestErrors.WithLabelValues(c.spec.Name, cause).Inc()
 	p.closeInstance(ctx)
-	return iso.narrow(ctx, part, cause, gerr)
+	return false, iso.narrow(ctx, part, cause, gerr)
 }
 
 // unresolvable says why the narrowing calls the guest no more, or "":

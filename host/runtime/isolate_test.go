@@ -357,7 +357,10 @@ func TestIsolationCases(t *testing.T) {
 			in:         good(0, 1, 2, 0, 1, 2),
 			trapTimers: map[string]bool{`["k1"]`: true},
 			maxRows:    100, quarantineAfter: 1,
-			isolated: 1, narrowCalls: 2 * 2, // 3 timers in the batch that fires them: 2 calls, then 2 more for its half of 2
+			// The batch that fires the 3 timers: k0's succeeds, so k1
+			// and k2 are split without a call; k1's fails alone, k2's
+			// succeeds.
+			isolated: 1, narrowCalls: 3,
 			deadTimers: 1,
 			deadErr:    []string{`trap: unreachable (a timer) (it fails on its own: isolated from a batch of 3 inputs)`},
 		},
@@ -365,7 +368,10 @@ func TestIsolationCases(t *testing.T) {
 			name:    "one bad record among good ones, quarantine_after 1",
 			in:      poisoned(good(0, 1, 0, 1, 0, 1, 0, 1, 0, 1), 4),
 			maxRows: 100, quarantineAfter: 1,
-			isolated: 1, narrowCalls: 6, // halves of 5 (5 = 2 + 3, then 3 = 1 + 2, then 2 = 1 + 1)
+			// In the batch's order k0's 5 messages come first, seq 4 the
+			// third: k0's 5 fail; seqs 0, 2 succeed, so 4, 6, 8 are split
+			// without a call; 4 fails alone; 6, 8 succeed; then k1's 5.
+			isolated: 1, narrowCalls: 5,
 			deadMessages: 1,
 			deadErr:      []string{`trap: unreachable (seq 4) (it fails on its own: isolated from a batch of 10 inputs)`},
 		},

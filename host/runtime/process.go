@@ -81,7 +81,7 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 			}
 			err = iso.narrow(ctx, b, failed.cause, failed.deadLetterErr())
 		} else {
-			err = iso.applied(ctx, b, resp)
+			_, err = iso.applied(ctx, b, resp)
 		}
 		if err != nil {
 			return err
