@@ -187,6 +187,19 @@ func (iso *isolation) run(ctx context.Context, part *ordering.Batch, parentErr e
 	return false, iso.narrow(ctx, part, cause, gerr)
 }
 
+// logDone logs what a narrowing found and spent, if the batch was
+// narrowed.
+func (iso *isolation) logDone() {
+	if iso.cause == "" {
+		return
+	}
+	p := iso.p
+	p.comp.rt.log.Info("narrowed a failure down to the inputs that fail on their own",
+		"computation", p.comp.spec.Name, "partition", p.index, "epoch", p.epoch, "cause", iso.cause,
+		"inputs", iso.batchInputs, "succeeded", iso.succeeded, "dead_lettered", iso.failed,
+		"calls", isolationCalls(iso.batchInputs)-iso.callsLeft)
+}
+
 // unresolvable says why the narrowing calls the guest no more, or "":
 // its calls are spent, or more than isolateAtLeast inputs failed on
 // their own and none succeeded, so that the guest looks as if it failed

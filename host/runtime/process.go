@@ -86,6 +86,7 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 		if err != nil {
 			return err
 		}
+		iso.logDone()
 		p.countFailures(ctx, iso)
 	}
 	if err := p.commitEpoch(ep, b); err != nil {
