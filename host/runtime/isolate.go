@@ -16,8 +16,9 @@ package runtime
 // order of the batch: a later part reads the keyed state the earlier
 // parts left (stateOf), timers an earlier part set or cancelled are seen
 // by the later ones, and the host's id counter and clock advance in that
-// order, so that ids and timestamps depend only on the batch and the
-// guest's answers. Every input of the batch is applied or dead-lettered
+// order: ids depend only on the batch and the guest's answers (the same
+// as a run in which the bad inputs were left out), and timestamps are
+// assigned in the batch's order. Every input of the batch is applied or dead-lettered
 // exactly once, each due timer among them.
 //
 // All the parts of a batch commit as ONE epoch, the batch's. A batch is
@@ -36,8 +37,8 @@ package runtime
 // the whole batch and come first; a failure that survived them is taken
 // as deterministic, so each call of the narrowing is one attempt, without
 // backoff. A failed call's instance is replaced before the next call.
-// With then: stop nothing is narrowed: the run stops at the batch that
-// failed every attempt, as before.
+// With then: stop a batch that failed every attempt is not narrowed:
+// the run stops, as before; a failed key still is narrowed.
 //
 // The cost: isolating k failing inputs in a batch of n takes at most
 // 2·k·⌈log₂ n⌉ calls. A narrowing spends at most isolationCalls(n) calls
