@@ -533,3 +533,93 @@ func TestACrashDuringANarrowingRedoesTheWholeBatch(t *testing.T) {
 	require.ElementsMatch(t, want.dead, got.dead)
 	require.Equal(t, 2.0, counter(t, r, "flowhost_isolated_failures_total", "tally", "call"))
 }
+
+const isolateMapPipeline = `
+name: isolate-map
+sources:
+  - {name: in, type: generator, stream: events, generator: {count: 1}}
+computations:
+  - name: ident
+    plugin: identity
+    kind: map
+    group_by: [key]
+    input_streams: [events]
+    output_streams: [out]
+    batch: {max_rows: %d, max_duration: 1h}
+    on_failure: {retries: 0, quarantine_after: 0}
+sinks:
+  - {name: sink, type: stdout, streams: [out]}
+`
+
+// TestNarrowedMapBatchesKeepEveryTimestamp: for a map, whose outputs
+// inherit their timestamps and derive their ids from their parents, a
+// narrowed batch gives each good message's output exactly as a run
+// without the bad messages does: same order, id, and event, system and
+// alignment timestamps.
+func TestNarrowedMapBatchesKeepEveryTimestamp(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 60).Draw(rt, "messages")
+		keys := rapid.IntRange(1, 5).Draw(rt, "keys")
+		poison := map[int]bool{}
+		for _, i := range rapid.Permutation(rapidRange(n)).Draw(rt, "order")[:rapid.IntRange(0, min(n, isolateAtMost)).Draw(rt, "poison messages")] {
+			poison[i] = true
+		}
+		var withPoison sliceSource
+		for i := range n {
+			withPoison = append(withPoison, record(0, int64(i+1), int64(1000+i),
+				fmt.Sprintf(`{"key":"k%d","seq":%d,"poison":%t}`, rapid.IntRange(0, keys-1).Draw(rt, "key"), i, poison[i])))
+		}
+		// The reference reads the same records (so that they keep their
+		// ids and timestamps) and its guest passes over the poison ones.
+		trapping := compute.Func(func(ctx context.Context, req *abi.Request) (*abi.Response, error) {
+			for _, k := range req.Keys {
+				for _, m := range k.Messages {
+					if bytes.Contains(m.Payload, []byte(`"poison":true`)) {
+						return nil, errors.New("trap: unreachable")
+					}
+				}
+			}
+			return identity(ctx, req)
+		})
+		skipping := compute.Func(func(ctx context.Context, req *abi.Request) (*abi.Response, error) {
+			resp, err := identity(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			for i, k := range req.Keys {
+				kept := resp.Keys[i].Emits[:0]
+				for _, e := range resp.Keys[i].Emits {
+					if m := k.Messages[int(e.Parents[0])-len(k.Timers)]; !bytes.Contains(m.Payload, []byte(`"poison":true`)) {
+						kept = append(kept, e)
+					}
+				}
+				resp.Keys[i].Emits = kept
+			}
+			return resp, nil
+		})
+		p := fmt.Sprintf(isolateMapPipeline, rapid.IntRange(1, 32).Draw(rt, "max_rows"))
+		run := func(g compute.Func) ([]connect.SinkRecord, int) {
+			sink := &captureSink{}
+			var dead bytes.Buffer
+			sp, err := spec.Parse("test.yaml", []byte(p))
+			require.NoError(rt, err)
+			r, err := runtime.New(sp, map[string]compute.Factory{"ident": compute.Native(g)},
+				runtime.WithSource("in", withPoison), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&dead))
+			require.NoError(rt, err)
+			require.NoError(rt, r.Run(context.Background()))
+			return sink.records, strings.Count(dead.String(), "\n")
+		}
+		got, dead := run(trapping)
+		want, none := run(skipping)
+		require.Equal(rt, len(poison), dead)
+		require.Zero(rt, none)
+		require.Equal(rt, len(want), len(got))
+		for i := range want {
+			w, g := want[i], got[i]
+			require.Equal(rt, string(w.Payload), string(g.Payload), "record %d", i)
+			require.Equal(rt, w.MessageID, g.MessageID, "record %d", i)
+			require.Equal(rt, [3]int64{w.EventTS, w.SystemTS, w.AlignmentTS}, [3]int64{g.EventTS, g.SystemTS, g.AlignmentTS}, "record %d", i)
+			require.Equal(rt, w.Parents, g.Parents, "record %d", i)
+		}
+	})
+}
