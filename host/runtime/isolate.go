@@ -37,6 +37,10 @@ package runtime
 // the whole batch and come first; a failure that survived them is taken
 // as deterministic, so each call of the narrowing is one attempt, without
 // backoff. A failed call's instance is replaced before the next call.
+// Between its calls the partition gives its worker token back and takes
+// one again, so that the scheduler charges and paces a narrowing like as
+// many batches: a guest that fails its inputs on a deadline costs the
+// other tenants no more than its cpu_limit.
 // With then: stop a batch that failed every attempt is not narrowed:
 // the run stops, as before; a failed key still is narrowed.
 //
@@ -169,6 +173,13 @@ func (iso *isolation) run(ctx context.Context, part *ordering.Batch, parentErr e
 	}
 	iso.callsLeft--
 	m.isolationCalls.WithLabelValues(c.spec.Name, iso.cause).Inc()
+	// Each call goes through the scheduler like a batch of its own, so
+	// that a narrowing, perhaps many deadlines long, stays within its
+	// tenant's cpu_limit and fair share instead of holding a worker.
+	p.giveToken()
+	if err := p.takeToken(ctx); err != nil {
+		return false, err
+	}
 	req, err := p.request(part, iso.wm, iso.ep)
 	if err != nil {
 		return false, err
