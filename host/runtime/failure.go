@@ -18,13 +18,24 @@ package runtime
 // error), and the partition gives its worker token back while it waits,
 // so that the other partitions run meanwhile; it holds no lock.
 //
-// When every attempt failed, then: dead_letter sends the batch's inputs
-// to the dead-letter route with the last error, in the batch's epoch, and
-// then: stop fails the run before anything of the batch commits. After
-// quarantine_after batches in a row of one partition exhausted their
-// retries the partition is quarantined: it closes its instance and
-// dead-letters every further batch without calling the guest, until the
-// run restarts (the record of it is kept in memory only).
+// When every attempt failed, then: stop fails the run before anything of
+// the batch commits, and then: dead_letter narrows the batch down
+// (isolate.go): bisected on fresh instances until only the inputs that
+// fail on their own go to the dead-letter route, each with the error of
+// the call that held it alone, while the rest is applied in order, in
+// the batch's one epoch. A key the guest reports failed is narrowed the
+// same way, without a retry. Retries are for a failure of the whole batch
+// that passes (a transient trap, a deadline on a loaded machine); a
+// failure that survived them is taken as caused by an input, so the
+// narrowing's calls are single attempts.
+//
+// Quarantine is for a computation that keeps failing, not for one bad
+// record: after quarantine_after batches in a row of one partition in
+// which inputs failed and none succeeded (countFailures), the partition
+// is quarantined: it closes its instance and dead-letters every further
+// batch without calling the guest, until the run restarts or a reload
+// (the record of it is kept in memory only). A batch with one bad input
+// among good ones resets the count.
 
 import (
 	"context"
@@ -90,8 +101,9 @@ func waitRetry(ctx context.Context, d time.Duration) error {
 // partitionFailures is one partition's record. Only the partition's
 // worker goroutine reads or changes it.
 type partitionFailures struct {
-	// exhausted counts the batches in a row that failed every attempt.
-	exhausted int
+	// allFailed counts the batches in a row in which inputs failed (on
+	// their own, or unresolved) and none succeeded.
+	allFailed int
 	// quarantine, once set, is why the partition no longer calls its
 	// guest: every batch is dead-lettered with it.
 	quarantine error
@@ -133,6 +145,9 @@ func (p *partition) callWithRetries(ctx context.Context, b *ordering.Batch, wm a
 	r := c.rt
 	pol := policyOf(c.spec.OnFailure)
 	for attempt := 1; ; attempt++ {
+		if err := p.ensureInstance(ctx); err != nil {
+			return nil, nil, err
+		}
 		resp, cause, gerr := p.call(ctx, req)
 		if gerr == nil {
 			if attempt > 1 {
@@ -153,18 +168,14 @@ func (p *partition) callWithRetries(ctx context.Context, b *ordering.Batch, wm a
 		r.log.Warn("computation failed a batch; retrying it on a fresh instance",
 			"computation", c.spec.Name, "partition", p.index, "epoch", p.epoch, "cause", cause,
 			"attempt", attempt+1, "attempts", pol.retries+1, "wait", wait, "err", gerr)
-		_ = p.proc.Close(ctx)
-		p.proc = nil
+		p.closeInstance(ctx)
 		if err := p.backoff(ctx, wait); err != nil {
 			return nil, nil, err
-		}
-		if err := p.instantiate(ctx); err != nil {
-			return nil, nil, fmt.Errorf("computation %q partition %d: replacing a failed instance: %w", c.spec.Name, p.index, err)
 		}
 		// The same batch again, in a request of its own: a native guest
 		// may have changed the one it was given.
 		var err error
-		if req, err = p.request(b, wm); err != nil {
+		if req, err = p.request(b, wm, nil); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -182,10 +193,9 @@ func (p *partition) backoff(ctx context.Context, d time.Duration) error {
 
 // exhausted applies the failure policy to a batch that failed every
 // attempt: with then: stop it returns the error that stops the run;
-// otherwise it counts the batch towards quarantine and replaces an
-// instance that failed its call (or closes it, if the partition is now
-// quarantined). The caller dead-letters the batch's inputs.
-func (p *partition) exhausted(ctx context.Context, fs *partitionFailures, f *batchFailure) error {
+// otherwise it closes the instance that failed, so that the narrowing
+// (isolate.go), and the batches after, run on a fresh one.
+func (p *partition) exhausted(ctx context.Context, f *batchFailure) error {
 	c := p.comp
 	r := c.rt
 	pol := policyOf(c.spec.OnFailure)
@@ -195,22 +205,36 @@ func (p *partition) exhausted(ctx context.Context, fs *partitionFailures, f *bat
 		return fmt.Errorf("computation %q (plugin %q) partition %d: the batch of epoch %d failed %s (cause %s) and on_failure.then is stop: %w",
 			c.spec.Name, c.spec.Plugin, p.index, p.epoch, attemptsText(f.attempts), f.cause, f.err)
 	}
-	r.log.Error("computation failed a batch on every attempt; its inputs go to the dead-letter route",
+	r.log.Warn("computation failed a batch on every attempt; narrowing it down to the inputs that fail on their own",
 		"computation", c.spec.Name, "partition", p.index, "epoch", p.epoch, "cause", f.cause, "attempts", f.attempts, "err", f.err)
-	fs.exhausted++
-	if pol.quarantineAfter > 0 && fs.exhausted >= pol.quarantineAfter {
-		p.setQuarantine(fmt.Errorf("computation %q (plugin %q) partition %d is quarantined: %d batches in a row failed %s (on_failure.quarantine_after: %d), so its guest is no longer called until the run restarts; last error: %w",
-			c.spec.Name, c.spec.Plugin, p.index, fs.exhausted, attemptsText(f.attempts), pol.quarantineAfter, f.err))
-		r.log.Error("computation partition quarantined: its further batches go to the dead-letter route without calling the guest, until the run restarts",
-			"computation", c.spec.Name, "partition", p.index, "epoch", p.epoch, "batches", fs.exhausted, "err", f.err)
-		if p.proc != nil {
-			_ = p.proc.Close(ctx)
-			p.proc = nil
-		}
-		return nil
-	}
-	if f.cause == causeCall {
-		return p.replaceInstance(ctx)
-	}
+	p.closeInstance(ctx)
 	return nil
+}
+
+// countFailures counts a batch towards quarantine once its failures are
+// isolated: a batch in which inputs failed and none succeeded adds one,
+// a batch in which any input succeeded starts the count again. After
+// quarantine_after batches in a row the partition is quarantined. One bad
+// input among good ones therefore never counts.
+func (p *partition) countFailures(ctx context.Context, iso *isolation) {
+	c := p.comp
+	r := c.rt
+	fs := &p.failures
+	pol := policyOf(c.spec.OnFailure)
+	switch {
+	case iso.succeeded > 0:
+		fs.allFailed = 0
+		return
+	case iso.failed == 0:
+		return
+	}
+	fs.allFailed++
+	if pol.quarantineAfter == 0 || fs.allFailed < pol.quarantineAfter {
+		return
+	}
+	p.setQuarantine(fmt.Errorf("computation %q (plugin %q) partition %d is quarantined: %d batches in a row failed on every input (on_failure.quarantine_after: %d), so its guest is no longer called until the run restarts; last error: %w",
+		c.spec.Name, c.spec.Plugin, p.index, fs.allFailed, pol.quarantineAfter, iso.lastErr))
+	r.log.Error("computation partition quarantined: its further batches go to the dead-letter route without calling the guest, until the run restarts",
+		"computation", c.spec.Name, "partition", p.index, "epoch", p.epoch, "batches", fs.allFailed, "err", iso.lastErr)
+	p.closeInstance(ctx)
 }

@@ -514,9 +514,9 @@ func TestQuarantineStopsCallingTheGuest(t *testing.T) {
 			dead: []string{
 				`trap: unreachable (failed all 2 attempts)`,
 				`trap: unreachable (failed all 2 attempts)`,
-				`partition 0 is quarantined: 2 batches in a row failed all 2 attempts`,
-				`partition 0 is quarantined: 2 batches in a row failed all 2 attempts`,
-				`partition 0 is quarantined: 2 batches in a row failed all 2 attempts`,
+				`partition 0 is quarantined: 2 batches in a row failed on every input`,
+				`partition 0 is quarantined: 2 batches in a row failed on every input`,
+				`partition 0 is quarantined: 2 batches in a row failed on every input`,
 			},
 			quarantined: 1,
 		},

@@ -47,6 +47,11 @@ type metrics struct {
 	// timerCuts counts batches shortened because a timer the guest set
 	// in them would have fallen inside them (process.go).
 	timerCuts *prometheus.CounterVec
+	// Narrowing failed batches and keys down to the inputs that fail on
+	// their own (isolate.go).
+	isolatedFailures    *prometheus.CounterVec
+	isolationCalls      *prometheus.CounterVec
+	isolationUnresolved *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -130,6 +135,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "flowhost_batch_retries_total",
 			Help: "Failed batches a computation retried on a fresh instance (on_failure.retries), by the cause of the failed attempt.",
 		}, []string{"computation", "cause"}),
+		isolatedFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_isolated_failures_total",
+			Help: "Inputs (messages and due timers) a computation failed on their own, found by narrowing a failed batch or key, and dead-lettered; by the cause of the failure of the call that held them alone (call, validate, batch, key).",
+		}, []string{"computation", "cause"}),
+		isolationCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_isolation_calls_total",
+			Help: "Calls a computation spent narrowing failed batches and keys down to the inputs that fail on their own, by the cause of the failure narrowed (call, validate, batch, key).",
+		}, []string{"computation", "cause"}),
+		isolationUnresolved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowhost_isolation_unresolved_total",
+			Help: "Inputs a computation dead-lettered without isolating them, because narrowing their batch reached its limit of calls.",
+		}, []string{"computation"}),
 		quarantined: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flowhost_computation_quarantined",
 			Help: "1 when a partition of the computation is quarantined (on_failure.quarantine_after): it no longer calls its guest and dead-letters its batches until the run restarts.",
@@ -180,6 +197,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Batches of a computation processed again shorter because a timer set in them fell before one of their later messages.",
 	}, []string{"computation"})
 	reg.MustRegister(m.timerCuts)
+	reg.MustRegister(m.isolatedFailures, m.isolationCalls, m.isolationUnresolved)
 	return m
 }
 

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flowhost/flowhost/abi"
@@ -17,11 +18,14 @@ import (
 //
 // A batch the guest fails is handled by the computation's failure policy
 // (failure.go): retried on a fresh instance, and when every attempt
-// failed, sent to the dead-letter route whole in the same epoch (then:
-// dead_letter) or fatal to the run before anything of it commits (then:
-// stop). A quarantined partition dead-letters its batches without calling
-// the guest. Only the attempt that succeeded changes the partition
-// (apply), so the epoch commits once, whatever the attempts.
+// failed, fatal to the run before anything of it commits (then: stop) or
+// narrowed down until only the inputs that fail on their own go to the
+// dead-letter route, the rest applied in order (then: dead_letter,
+// isolate.go); a key the guest reports failed is narrowed the same way.
+// A quarantined partition dead-letters its batches without calling the
+// guest. Only the calls that succeeded change the partition (apply), and
+// all of them belong to the batch's epoch, which commits once, whatever
+// the attempts.
 //
 // The worker pool: at most WithWorkers partitions call, apply and commit
 // at once (a quarantined partition, which calls nothing, takes no worker), so many partitions share the cores instead of oversubscribing
@@ -30,8 +34,6 @@ import (
 // downstream buffer must not hold a token, or the downstream partition
 // could wait for one forever.
 func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Watermarks) error {
-	c := p.comp
-	r := c.rt
 	started := time.Now()
 	p.adoptVersion(ctx)
 	// A quarantined partition calls no guest: it dead-letters and commits
@@ -45,27 +47,47 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 	defer p.giveToken()
 	p.epoch++
 	fs := &p.failures
-	var dlErr error // the batch's inputs all go to the dead-letter route with it
-	var resp *abi.Response
 	if fs.quarantine != nil {
-		dlErr = fs.quarantine
-	} else {
-		var failed *batchFailure
-		var err error
-		b, resp, failed, err = p.callUntilTimersFit(ctx, b, wm)
-		switch {
-		case err != nil:
-			return err
-		case failed != nil:
-			if err := p.exhausted(ctx, fs, failed); err != nil {
+		ep := p.newEpoch(b)
+		for i := range b.Keys {
+			if err := p.deadLetterKey(ctx, ep, &b.Keys[i], stageGuest, fs.quarantine); err != nil {
 				return err
 			}
-			dlErr = failed.deadLetterErr()
-		default:
-			fs.exhausted = 0
 		}
+		return p.finishEpoch(ctx, ep, b, started)
 	}
-	if r.trace != nil {
+	// The batch may come back shorter: a timer the guest set in it fell
+	// before one of its messages (callUntilTimersFit).
+	b, resp, failed, err := p.callUntilTimersFit(ctx, b, wm)
+	if err != nil {
+		return err
+	}
+	ep := p.newEpoch(b)
+	// A batch that failed is narrowed down to the inputs that fail on
+	// their own (isolate.go). Its parts' timers are not checked against
+	// the batch's own messages as callUntilTimersFit checks a whole
+	// response's: a timer a part sets fires from the next batch on.
+	iso := p.newIsolation(ep, b, wm)
+	if failed != nil {
+		if err := p.exhausted(ctx, failed); err != nil {
+			return err
+		}
+		err = iso.narrow(ctx, b, failed.cause, failed.deadLetterErr())
+	} else {
+		_, err = iso.applied(ctx, b, resp)
+	}
+	if err != nil {
+		return err
+	}
+	iso.logDone()
+	p.countFailures(ctx, iso)
+	return p.finishEpoch(ctx, ep, b, started)
+}
+
+// newEpoch starts the epoch of batch b: its due timers are deleted, the
+// map counters start again.
+func (p *partition) newEpoch(b *ordering.Batch) *epoch {
+	if p.comp.rt.trace != nil {
 		p.traceBatch(b)
 	}
 	ep := &epoch{commit: Commit{Epoch: p.epoch}}
@@ -74,18 +96,15 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 			ep.commit.TimersDeleted = append(ep.commit.TimersDeleted, TimerRef{t.Key, t.Trigger})
 		}
 	}
-	if resp != nil {
-		if err := p.apply(ctx, ep, b, resp); err != nil {
-			return err
-		}
-	}
-	if dlErr != nil {
-		for i := range b.Keys {
-			if err := p.deadLetterKey(ctx, ep, &b.Keys[i], stageGuest, dlErr); err != nil {
-				return err
-			}
-		}
-	}
+	clear(p.mapCounts)
+	return ep
+}
+
+// finishEpoch commits epoch ep of batch b and hands its outputs
+// downstream.
+func (p *partition) finishEpoch(ctx context.Context, ep *epoch, b *ordering.Batch, started time.Time) error {
+	c := p.comp
+	r := c.rt
 	if err := p.commitEpoch(ep, b); err != nil {
 		return fmt.Errorf("computation %q partition %d: committing epoch %d: %w", c.spec.Name, p.index, p.epoch, err)
 	}
@@ -127,7 +146,7 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 // of its last call.
 func (p *partition) callUntilTimersFit(ctx context.Context, b *ordering.Batch, wm abi.Watermarks) (*ordering.Batch, *abi.Response, *batchFailure, error) {
 	for {
-		req, err := p.request(b, wm)
+		req, err := p.request(b, wm, nil)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -223,6 +242,15 @@ type epoch struct {
 	commit Commit
 	outs   []*ordering.Message // derived messages, before routing
 	ds     []delivery          // where they (and dead letters) go
+	// applied counts the responses applied: more than one when the batch
+	// was narrowed (isolate.go), and then a later part may cancel a timer
+	// an earlier one set.
+	applied int
+	// stateIndex maps a key to its last change in commit.State, for the
+	// first indexed changes; built only when a part of a narrowed batch
+	// reads state (stateOf).
+	stateIndex map[string]int
+	indexed    int
 }
 
 // commitEpoch commits an epoch. Without a store only the state changes
@@ -293,20 +321,42 @@ func (p *partition) call(ctx context.Context, req *abi.Request) (*abi.Response, 
 	return resp, "", nil
 }
 
-// replaceInstance closes an instance that failed a call (it may have
-// trapped or been interrupted) and creates a fresh one. State lives in the
-// host, so nothing is lost.
-func (p *partition) replaceInstance(ctx context.Context) error {
-	_ = p.proc.Close(ctx)
-	p.proc = nil
-	if err := p.instantiate(ctx); err != nil {
+// closeInstance closes an instance that failed a call (it may have
+// trapped or been interrupted); the next call makes a fresh one
+// (ensureInstance). State lives in the host, so nothing is lost.
+func (p *partition) closeInstance(ctx context.Context) {
+	if p.proc != nil {
+		_ = p.proc.Close(ctx)
+		p.proc = nil
+	}
+}
+
+// ensureInstance makes the partition's instance if the last one was
+// closed after a failure. It is an instance of the version the partition
+// runs, not of a newer one a Reload brought meanwhile: a batch, retries
+// and narrowing included, runs on one version, and the partition moves
+// to the new one at its next epoch (adoptVersion). An error is fatal to
+// the run.
+func (p *partition) ensureInstance(ctx context.Context) error {
+	if p.proc != nil {
+		return nil
+	}
+	v := p.version
+	if v == nil {
+		v = p.comp.version.Load()
+	}
+	proc, err := v.factory.Instantiate(ctx, p.comp.init(p.index))
+	if err != nil {
 		return fmt.Errorf("computation %q partition %d: replacing a failed instance: %w", p.comp.spec.Name, p.index, err)
 	}
+	p.proc = proc
+	p.use(ctx, v)
 	return nil
 }
 
-// request builds the ABI request of a batch.
-func (p *partition) request(b *ordering.Batch, wm abi.Watermarks) (*abi.Request, error) {
+// request builds the ABI request of a batch, or of a part of one: with
+// ep, a key's state is what the parts of ep applied so far left.
+func (p *partition) request(b *ordering.Batch, wm abi.Watermarks, ep *epoch) (*abi.Request, error) {
 	c := p.comp
 	req := &abi.Request{
 		ABI:         abi.Version,
@@ -322,7 +372,7 @@ func (p *partition) request(b *ordering.Batch, wm abi.Watermarks) (*abi.Request,
 		rk := &req.Keys[i]
 		rk.Key = kb.Key
 		if c.kind == abi.KindTransform {
-			st, ok, err := p.state.Get(kb.Key)
+			st, ok, err := p.stateOf(ep, kb.Key)
 			if err != nil {
 				return nil, fmt.Errorf("computation %q partition %d: reading state of key %q: %w", c.spec.Name, p.index, kb.Key, err)
 			}
@@ -354,9 +404,12 @@ func (p *partition) request(b *ordering.Batch, wm abi.Watermarks) (*abi.Request,
 	return req, nil
 }
 
-// apply gathers the effects of a successful response into ep: state and
-// timer changes, and the derived messages with their deliveries.
-func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, resp *abi.Response) error {
+// apply gathers the effects of a successful response to b (a batch or a
+// part of one) into ep: state and timer changes, and the derived messages
+// with their deliveries. A key the guest reports failed, or over a quota
+// of its tenant, changes nothing: it goes to failedKey, with quota set
+// for the latter.
+func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, resp *abi.Response, failedKey func(kb *ordering.KeyBatch, err error, quota bool) error) error {
 	c := p.comp
 	r := c.rt
 	keyIndex := make(map[string]int, len(b.Keys))
@@ -364,14 +417,14 @@ func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, res
 		keyIndex[b.Keys[i].Key] = i
 	}
 	commit := &ep.commit
-	clear(p.mapCounts)
+	earlier := ep.applied > 0
+	ep.applied++
 	for i := range resp.Keys {
 		rk := &resp.Keys[i]
 		kb := &b.Keys[keyIndex[rk.Key]]
 		if rk.Error != "" {
-			r.metrics.guestErrors.WithLabelValues(c.spec.Name, causeKey).Inc()
 			kerr := fmt.Errorf("computation %q (plugin %q) failed key %q: %s", c.spec.Name, c.spec.Plugin, rk.Key, rk.Error)
-			if err := p.deadLetterKey(ctx, ep, kb, stageGuest, kerr); err != nil {
+			if err := failedKey(kb, kerr, false); err != nil {
 				return err
 			}
 			continue
@@ -380,7 +433,7 @@ func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, res
 			r.metrics.guestErrors.WithLabelValues(c.spec.Name, causeKey).Inc()
 			r.metrics.quotaExceeded.WithLabelValues(c.tenant.Name, c.spec.Name, quota).Inc()
 			kerr := fmt.Errorf("computation %q (plugin %q, tenant %q) failed key %q: %w", c.spec.Name, c.spec.Plugin, c.tenant.Name, rk.Key, qerr)
-			if err := p.deadLetterKey(ctx, ep, kb, stageGuest, kerr); err != nil {
+			if err := failedKey(kb, kerr, true); err != nil {
 				return err
 			}
 			continue
@@ -396,6 +449,13 @@ func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, res
 				p.timers.Cancel(rk.Key, trig)
 				p.timerEvts.Remove(old.Event)
 				commit.TimersDeleted = append(commit.TimersDeleted, TimerRef{rk.Key, trig})
+				if earlier {
+					// A commit deletes timers before it sets them: a timer
+					// an earlier part set must leave TimersSet.
+					commit.TimersSet = slices.DeleteFunc(commit.TimersSet, func(t ordering.Timer) bool {
+						return t.Key == rk.Key && t.Trigger == trig
+					})
+				}
 			}
 		}
 		for _, ts := range rk.TimersSet {

@@ -50,7 +50,7 @@ func (p *partition) setQuarantine(reason error) {
 	c := p.comp
 	p.failures.quarantine = reason
 	if reason == nil {
-		p.failures.exhausted = 0
+		p.failures.allFailed = 0
 	}
 	q := &c.quarantined
 	q.mu.Lock()

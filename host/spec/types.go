@@ -62,8 +62,8 @@ const (
 	DefaultBackoff = 50 * time.Millisecond
 	// DefaultMaxBackoff caps the wait between two attempts of a batch.
 	DefaultMaxBackoff = 2 * time.Second
-	// DefaultQuarantineAfter is how many batches in a row may fail every
-	// attempt before a computation partition is quarantined.
+	// DefaultQuarantineAfter is how many batches in a row may end with
+	// every input failed before a computation partition is quarantined.
 	DefaultQuarantineAfter = 3
 )
 
@@ -396,19 +396,21 @@ const (
 func (FailureAction) values() []string { return []string{"dead_letter", "stop"} }
 
 // OnFailure is a computation's failure policy: what the host does when the
-// guest fails a whole batch (a trap, a deadline, a response that cannot be
+// guest fails a batch (a trap, a deadline, a response that cannot be
 // decoded or breaks the ABI's rules, or the guest reporting the batch
-// failed). A key the guest reports failed is not a failed batch: that
-// key's inputs are dead-lettered at once, without a retry.
+// failed) or a key (the guest reporting that key failed).
 //
 // A failed batch is retried, on a fresh instance, with the same inputs,
 // state and due timers (the state lives in the host, so a retry loses
 // nothing) and the same epoch, which commits once, with the effects of
 // the attempt that succeeded only. The k-th retry waits Backoff *
-// 2^(k-1), at most MaxBackoff. When every attempt failed, Then applies, and after
-// QuarantineAfter such batches in a row the partition is quarantined: it
-// no longer calls the guest and dead-letters every further batch, until
-// the run restarts.
+// 2^(k-1), at most MaxBackoff. When every attempt failed, Then applies:
+// dead_letter narrows the batch down (and a failed key at once, without a
+// retry) until only the inputs that fail on their own are dead-lettered,
+// the rest committing in order; stop fails the run. After QuarantineAfter
+// batches in a row in which every input failed the partition is
+// quarantined: it no longer calls the guest and dead-letters every
+// further batch, until the run restarts.
 //
 // The zero value (a Computation built without Parse) retries nothing,
 // dead-letters and never quarantines.
@@ -422,12 +424,16 @@ type OnFailure struct {
 	// MaxBackoff caps the wait between two attempts. Default 2s.
 	MaxBackoff time.Duration `yaml:"max_backoff"`
 	// Then is what happens when the retries are exhausted: dead_letter
-	// (default) or stop.
+	// (default: narrow the batch down and dead-letter the inputs that fail
+	// on their own) or stop.
 	Then FailureAction `yaml:"then"`
 	// QuarantineAfter is how many batches in a row of one partition may
-	// exhaust their retries before the partition is quarantined; a batch
-	// that succeeds starts the count again. 0 never quarantines; with Then
-	// stop the run stops at the first such batch. At least 0; default 3.
+	// end with every input failed (after retries and narrowing, no input
+	// of the batch succeeded) before the partition is quarantined; a batch
+	// in which any input succeeds starts the count again, so one bad input
+	// among good ones never counts. 0 never quarantines; with Then stop the
+	// run stops at the first batch that failed every attempt. At least 0;
+	// default 3.
 	QuarantineAfter int `yaml:"quarantine_after"`
 }
 

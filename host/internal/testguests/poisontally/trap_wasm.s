@@ -1,0 +1,4 @@
+#include "textflag.h"
+
+TEXT ·unreachable(SB), NOSPLIT, $0-0
+	UNDEF
