@@ -70,6 +70,15 @@ type Record struct {
 	// before emit returns: an HTTP source acknowledges a request only
 	// then. Without it the host commits records in groups.
 	Sync bool
+	// More says that the next record emitted belongs to the same
+	// all-or-nothing group as this one: the host accepts a group's records
+	// together, when the first record without More arrives, in one commit.
+	// An emit of a record with More that returns nil has accepted nothing
+	// yet; when any emit of the group fails, or Run returns before the
+	// group ends, none of the group is accepted. An HTTP source emits each
+	// request as one group, so that a request is accepted whole or not at
+	// all, crashes and store failures included.
+	More bool
 }
 
 // Source produces records.

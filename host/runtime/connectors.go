@@ -137,10 +137,7 @@ func (r *Runtime) openSource(ss *spec.Source, resume []byte) (Source, error) {
 			Reject: reject, Progress: r.opts.fileProgress(ss.Name), Resume: resume,
 		})
 	case spec.SourceHTTP:
-		return connect.NewHTTPSource(connect.HTTPSourceConfig{
-			Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Stream: ss.Stream, Partitions: ss.Partitions,
-			PartitionBy: ss.PartitionBy, Reject: reject,
-		})
+		return r.openHTTPSource(ss)
 	case spec.SourceGenerator:
 		g := ss.Generator
 		return connect.NewGenerator(connect.GeneratorConfig{
@@ -150,6 +147,27 @@ func (r *Runtime) openSource(ss *spec.Source, resume []byte) (Source, error) {
 		})
 	}
 	return nil, fmt.Errorf("source %q: unknown type %q", ss.Name, ss.Type)
+}
+
+// openHTTPSource binds the endpoint of an HTTP source. Its errors name the
+// source and the place in the spec, a busy port included.
+func (r *Runtime) openHTTPSource(ss *spec.Source) (Source, error) {
+	path := fmt.Sprintf("sources[%d].http", specIndex(r.pipe.Sources, func(s *spec.Source) string { return s.Name }, ss.Name))
+	what := fmt.Sprintf("source %q", ss.Name)
+	sec, err := r.endpointSecurity(path, what, ss.HTTP)
+	if err != nil {
+		return nil, err
+	}
+	src, err := connect.NewHTTPSource(connect.HTTPSourceConfig{
+		Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Stream: ss.Stream, Partitions: ss.Partitions,
+		PartitionBy: ss.PartitionBy, TLS: sec.tls, BearerToken: sec.token, Logger: r.log.With("source", ss.Name),
+	})
+	if err != nil {
+		return nil, r.pipe.ErrorAt(path+".listen", "%s: %v", what, err)
+	}
+	r.log.Info("http source listening", "source", ss.Name, "url", endpointURL(sec, src.Addr().String(), ss.HTTP.Path),
+		"bearer_token", sec.token != "")
+	return src, nil
 }
 
 // sinkRunner feeds one sink from a bounded queue, in batches, so that a
@@ -251,15 +269,22 @@ func (s *sinkRunner) open(ss *spec.Sink) error {
 		}
 		return err
 	case spec.SinkHTTP:
-		cfg := connect.HTTPSinkConfig{Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Logger: r.log}
+		path := fmt.Sprintf("sinks[%d].http", specIndex(r.pipe.Sinks, func(s *spec.Sink) string { return s.Name }, ss.Name))
+		sec, err := r.endpointSecurity(path, "", ss.HTTP) // newSinkRunner names the sink
+		if err != nil {
+			return err
+		}
+		cfg := connect.HTTPSinkConfig{Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Logger: r.log, TLS: sec.tls, BearerToken: sec.token}
 		if st != nil {
 			cfg.Next = int64(s.pos.Records)
 			cfg.Log = storeSinkLog{st: st, sink: ss.Name}
 		}
 		hs, err := connect.NewHTTPSink(cfg)
 		if err != nil {
-			return err
+			return r.pipe.ErrorAt(path+".listen", "%v", err)
 		}
+		r.log.Info("http sink listening", "sink", ss.Name, "url", endpointURL(sec, hs.Addr().String(), ss.HTTP.Path),
+			"bearer_token", sec.token != "")
 		s.sink = hs
 		if st != nil {
 			s.http = hs
