@@ -445,3 +445,62 @@ func TestHTTPSourceConfigErrors(t *testing.T) {
 	require.EqualError(t, err, "listen "+addr+": address already in use")
 	require.NoError(t, src.Close())
 }
+
+// FuzzHTTPIngestBody decodes arbitrary request bodies: it never panics, a
+// body is either well formed or refused with no records, every refusal
+// points at a line and column inside the body, and a body of lines gives
+// one record or one refusal per non-blank line.
+func FuzzHTTPIngestBody(f *testing.F) {
+	f.Add([]byte("{\"payload\":{\"id\":1}}\n{\"payload\":{\"id\":2},\"x\":1}\n\n{\"payload\":"))
+	f.Add([]byte("[\n {\"payload\":{\"id\":1}},\n {\"payload\":{\"id\":2},\n  \"write_ts\":\"soon\"}\n]"))
+	f.Add([]byte(`[{"payload":1}, {"payload":2}`))
+	f.Add([]byte("[{\"payload\":{\"id\":1}}]\n{}"))
+	f.Add([]byte("\r\n{\"id\":\"k\",\"payload\":{\"no_id\":1}}\r\n"))
+	f.Add([]byte(" [ ] "))
+	src, err := NewHTTPSource(HTTPSourceConfig{Addr: "127.0.0.1:0", Path: "/in", Stream: "s", Partitions: 3, PartitionBy: []string{"id"}})
+	require.NoError(f, err)
+	require.NoError(f, src.Close())
+	f.Fuzz(func(t *testing.T, body []byte) {
+		records, refused, bodyErr := src.decodeBody(body, "http:/in#1")
+		lines := strings.Split(string(body), "\n")
+		if bodyErr != nil {
+			if len(records) > 0 || len(refused) > 0 {
+				t.Fatalf("a malformed body gave %d records and %d refusals", len(records), len(refused))
+			}
+			if trimmed := strings.TrimLeft(string(body), " \t\r\n"); trimmed == "" || trimmed[0] != '[' {
+				t.Fatalf("a body of lines was refused whole: %v", bodyErr)
+			}
+			return
+		}
+		for _, r := range records {
+			if !json.Valid(r.Payload) {
+				t.Fatalf("payload %q is not JSON", r.Payload)
+			}
+			if r.Partition < 0 || r.Partition >= 3 {
+				t.Fatalf("partition %d out of range", r.Partition)
+			}
+		}
+		for _, ref := range refused {
+			if ref.Line < 1 || ref.Line > len(lines) {
+				t.Fatalf("refusal at line %d of a body of %d lines: %+v", ref.Line, len(lines), ref)
+			}
+			if ref.Column < 0 || ref.Column > len(lines[ref.Line-1])+1 {
+				t.Fatalf("refusal at column %d of a line of %d bytes: %+v", ref.Column, len(lines[ref.Line-1]), ref)
+			}
+			if ref.Error == "" {
+				t.Fatalf("refusal without an error: %+v", ref)
+			}
+		}
+		if trimmed := strings.TrimLeft(string(body), " \t\r\n"); trimmed == "" || trimmed[0] != '[' {
+			nonBlank := 0
+			for _, l := range lines {
+				if strings.TrimSpace(strings.TrimSuffix(l, "\r")) != "" {
+					nonBlank++
+				}
+			}
+			if got := len(records) + len(refused); got != nonBlank {
+				t.Fatalf("%d records and refusals for %d non-blank lines", got, nonBlank)
+			}
+		}
+	})
+}
