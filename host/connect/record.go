@@ -18,10 +18,12 @@
 // time. Other fields are refused, so that a typo such as "evnt_ts" cannot go
 // unnoticed.
 //
-// Bad lines never stop a source and are never dropped silently: each goes
-// to the dead letter ([Rejection]) with file:line:column and the error. Only
-// a failing dead letter stops the run (as does the first bad line of a
-// source configured without one).
+// Bad lines never stop a file source and are never dropped silently: each
+// goes to the dead letter ([Rejection]) with file:line:column and the
+// error. Only a failing dead letter stops the run (as does the first bad
+// line of a source configured without one). An HTTP request with a bad
+// line is refused whole, and its answer says what is wrong where (see
+// [HTTPSource]).
 package connect
 
 import (
