@@ -90,6 +90,10 @@ type SinkLog interface {
 // across host restarts, as long as the record is within the retention of
 // the log.
 //
+// With [HTTPSinkConfig.BearerToken] a request without "Authorization:
+// Bearer TOKEN" (or with another token) gets 401; with
+// [HTTPSinkConfig.TLS] the sink serves HTTPS only.
+//
 // Write never waits for subscribers: each reads from the shared ring, or
 // from the log on its own goroutine, at its own pace. A live subscriber
 // that falls so far behind that the ring evicts records it has not been

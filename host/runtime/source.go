@@ -272,20 +272,29 @@ func (src *sourceStream) ingest(ctx, work context.Context) error {
 // that ends it, so that no commit holds part of a group; an error discards
 // the group held so far.
 func (src *sourceStream) append(work context.Context, rec connect.Record) error {
-	if err := src.hold(work, rec); err != nil {
-		src.held = nil
-		return err
-	}
-	if rec.More {
+	err := src.hold(work, rec)
+	if err == nil && rec.More {
 		return nil
 	}
-	group := src.held
-	src.held = nil
-	return src.appendGroup(work, group)
+	if err == nil {
+		err = src.appendGroup(work, src.held)
+	}
+	// The held slice is reused, records dropped, unless a large group
+	// made it large.
+	clear(src.held)
+	src.held = src.held[:0]
+	if cap(src.held) > heldReuseRecords {
+		src.held = nil
+	}
+	return err
 }
 
-// hold checks one record and paces it, then adds it to the group being
-// held.
+// heldReuseRecords bounds the capacity of the held group kept between
+// groups.
+const heldReuseRecords = 1024
+
+// hold checks one record and paces it, then adds it to src.held, the
+// group being held.
 func (src *sourceStream) hold(work context.Context, rec connect.Record) error {
 	if rec.Partition < 0 || rec.Partition >= len(src.parts) {
 		return fmt.Errorf("source %q: record %s: partition %d out of range [0,%d)", src.spec.Name, rec.Origin, rec.Partition, len(src.parts))
@@ -329,22 +338,27 @@ func (src *sourceStream) appendGroup(work context.Context, group []connect.Recor
 	}
 	var dups map[int]bool // group indexes of records accepted before
 	if st != nil {
-		inGroup := map[string]bool{}
+		var inGroup map[string]bool // the ids of the group's earlier records
 		for i, rec := range group {
 			if rec.ID == "" {
 				continue
 			}
 			dup := inGroup[rec.ID]
-			if !dup {
+			if dup {
+				src.mDuplicates.Inc()
+			} else {
 				var err error
 				if dup, err = src.seen(rec.ID); err != nil {
 					src.mu.Unlock()
 					return err
 				}
-			} else {
-				src.mDuplicates.Inc()
 			}
-			inGroup[rec.ID] = true
+			if len(group) > 1 {
+				if inGroup == nil {
+					inGroup = map[string]bool{}
+				}
+				inGroup[rec.ID] = true
+			}
 			if dup {
 				if dups == nil {
 					dups = map[int]bool{}
