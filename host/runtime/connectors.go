@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -211,6 +212,10 @@ func (r *Runtime) newSinkRunner(ss *spec.Sink) (*sinkRunner, error) {
 	if sk, ok := r.opts.sinks[ss.Name]; ok {
 		s.sink = sk
 	} else if err := s.open(ss); err != nil {
+		var located *spec.Error // names the sink already, after its place
+		if errors.As(err, &located) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("sink %q: %w", ss.Name, err)
 	}
 	return s, nil
@@ -270,7 +275,8 @@ func (s *sinkRunner) open(ss *spec.Sink) error {
 		return err
 	case spec.SinkHTTP:
 		path := fmt.Sprintf("sinks[%d].http", specIndex(r.pipe.Sinks, func(s *spec.Sink) string { return s.Name }, ss.Name))
-		sec, err := r.endpointSecurity(path, "", ss.HTTP) // newSinkRunner names the sink
+		what := fmt.Sprintf("sink %q", ss.Name)
+		sec, err := r.endpointSecurity(path, what, ss.HTTP)
 		if err != nil {
 			return err
 		}
@@ -281,7 +287,7 @@ func (s *sinkRunner) open(ss *spec.Sink) error {
 		}
 		hs, err := connect.NewHTTPSink(cfg)
 		if err != nil {
-			return r.pipe.ErrorAt(path+".listen", "%v", err)
+			return r.pipe.ErrorAt(path+".listen", "%s: %v", what, err)
 		}
 		r.log.Info("http sink listening", "sink", ss.Name, "url", endpointURL(sec, hs.Addr().String(), ss.HTTP.Path),
 			"bearer_token", sec.token != "")

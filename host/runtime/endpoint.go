@@ -27,12 +27,10 @@ type endpointSecurity struct {
 // endpointSecurity checks the HTTP endpoint ep at spec path (as in
 // "sources[0].http") against the listen rule, and loads its certificate
 // and token. Its errors are located in the spec and start with what (as
-// in `source "in"`), unless it is empty.
+// in `source "in"`).
 func (r *Runtime) endpointSecurity(path, what string, ep *spec.HTTPEndpoint) (endpointSecurity, error) {
 	var sec endpointSecurity
-	if what != "" {
-		what += ": "
-	}
+	what += ": "
 	if ep.TLS == nil && !ep.Loopback() && !r.opts.insecureListen {
 		return sec, r.pipe.ErrorAt(path+".listen",
 			"%slisten %s is not a loopback address, and plain HTTP there would let the network read the records: give the endpoint tls (cert_file, key_file), listen on 127.0.0.1, or run with --insecure-listen to allow it",

@@ -155,3 +155,23 @@ func TestHTTPSourceTLSAndTokenFromTheSpec(t *testing.T) {
 	_, err := newEndpointRuntime(t, endpointSpec(t, dir, `{listen: ":0", auth: {bearer_token_env: FLOWHOST_TEST_TOKEN}}`))
 	require.EqualError(t, err, filepath.Join(dir, "pipeline.yaml")+`:6:51: sources[0].http.auth.bearer_token_env: source "in": the environment variable FLOWHOST_TEST_TOKEN holding the bearer token is not set or empty`)
 }
+
+// An HTTP sink keeps the same rules, and its errors name it the same way.
+func TestHTTPSinkEndpointRules(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	dir := t.TempDir()
+	specFile := filepath.Join(dir, "pipeline.yaml")
+	for _, tc := range []struct{ listen, want string }{
+		{unassignedAddr, specFile + `:4:63: sinks[0].http.listen: sink "out": listen ` + unassignedAddr + ` is not a loopback address, and plain HTTP there would let the network read the records: give the endpoint tls (cert_file, key_file), listen on 127.0.0.1, or run with --insecure-listen to allow it`},
+		{ln.Addr().String(), specFile + `:4:63: sinks[0].http.listen: sink "out": listen ` + ln.Addr().String() + `: address already in use`},
+	} {
+		src := "name: endpoints\nsources: [{name: in, type: generator, stream: events, generator: {count: 1}}]\nsinks:\n  - {name: out, type: http, streams: [events], http: {listen: \"" + tc.listen + "\"}}\n"
+		require.NoError(t, os.WriteFile(specFile, []byte(src), 0o644))
+		p, err := spec.ParseFile(specFile)
+		require.NoError(t, err)
+		_, err = runtime.New(p, nil, runtime.WithDeadLetter(&bytes.Buffer{}))
+		require.EqualError(t, err, tc.want)
+	}
+}
