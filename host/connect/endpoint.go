@@ -1,6 +1,7 @@
 package connect
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
 	"errors"
@@ -35,8 +36,8 @@ func listenEndpoint(addr string, tlsCfg *tls.Config) (net.Listener, error) {
 // bearerRefusal says why r may not use an endpoint that takes token,
 // or returns "" when it may (always, when token is empty). A request must
 // carry "Authorization: Bearer TOKEN"; the tokens are compared in
-// constant time, so that the time of a refusal says nothing about how much
-// of a guess was right.
+// constant time (sameToken), so that the time of a refusal says nothing
+// about how much of a guess was right.
 func bearerRefusal(r *http.Request, token string) string {
 	if token == "" {
 		return ""
@@ -48,10 +49,18 @@ func bearerRefusal(r *http.Request, token string) string {
 		return "missing bearer token: send the header Authorization: Bearer TOKEN"
 	case !ok:
 		return "the Authorization header must be Bearer TOKEN"
-	case subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1:
+	case !sameToken(strings.TrimSpace(got), token):
 		return "wrong bearer token"
 	}
 	return ""
+}
+
+// sameToken compares two tokens in constant time. They are hashed first
+// because subtle.ConstantTimeCompare returns at once on a length mismatch,
+// which would tell a guesser the token's length.
+func sameToken(got, want string) bool {
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
 // challengeBearer sets the header of a 401 answer to a request refused by
