@@ -88,6 +88,9 @@ type RunConfig struct {
 	// OnReload, if set, is called after every reload attempt with the
 	// computation and nil (swapped) or why the new version was refused.
 	OnReload func(computation string, err error)
+	// InsecureListen lets HTTP sources and sinks without tls listen on
+	// addresses that are not loopback (see runtime.WithInsecureListen).
+	InsecureListen bool
 }
 
 // Run runs the pipeline of cfg until its sources end or ctx is cancelled
@@ -148,6 +151,9 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		}
 	} else if len(cfg.Replay) > 0 {
 		return errors.New("--from replays records kept in the data directory; it cannot run in memory")
+	}
+	if cfg.InsecureListen {
+		opts = append(opts, runtime.WithInsecureListen())
 	}
 	opts = append(opts, cfg.Options...)
 	rt, err := runtime.New(pipe, loaded.Factories, opts...)

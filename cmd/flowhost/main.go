@@ -119,6 +119,7 @@ nothing.`,
 	f.StringArrayVar(&from, "from", nil, "reprocess a source from a position: SOURCE=OFFSET, SOURCE=RFC3339-TIME, or a position for every source (repeatable)")
 	f.BoolVar(&cfg.Reload, "reload", true, "reload a plugin whose manifest gets a new checksum while the pipeline runs (--reload=false: never)")
 	f.IntVar(&workers, "workers", 0, "batches running at once, shared between tenants by weight (default: the number of cores)")
+	f.BoolVar(&cfg.InsecureListen, "insecure-listen", false, "let HTTP sources and sinks without tls listen on addresses that are not loopback (plain HTTP from the network)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")

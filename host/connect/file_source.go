@@ -36,9 +36,10 @@ func newIntake(stream string, partitions int, partitionBy []string) (intake, err
 }
 
 // parse reads one line whose origin is "name:line". On failure it returns
-// the rejection and the 1-based byte column at fault (0 when the fault is
-// not at a column, e.g. a missing key field).
-func (in *intake) parse(line []byte, origin string) (Record, *Rejection, int) {
+// the rejection and where the fault is: its 1-based byte column (0 when it
+// is not at a column, e.g. a missing key field) and the record field at
+// fault, if any.
+func (in *intake) parse(line []byte, origin string) (Record, *Rejection, lineFault) {
 	lr, err := ParseLine(line)
 	if err != nil {
 		var le *LineError
@@ -48,18 +49,24 @@ func (in *intake) parse(line []byte, origin string) (Record, *Rejection, int) {
 			Stage:  StageIngest,
 			Err:    le.Err,
 			Record: bytes.Clone(line),
-		}, le.Column
+		}, lineFault{column: le.Column, field: le.Field}
 	}
 	partition, err := in.partitioner.Partition(lr.Payload)
 	if err != nil {
-		return Record{}, &Rejection{Origin: origin, Stage: StageKey, Err: fmt.Errorf("partition_by: %w", err), Record: bytes.Clone(line)}, 0
+		return Record{}, &Rejection{Origin: origin, Stage: StageKey, Err: fmt.Errorf("partition_by: %w", err), Record: bytes.Clone(line)}, lineFault{field: "payload"}
 	}
 	return Record{
 		Stream: in.stream, Partition: partition,
 		Event: lr.Event, HasEvent: lr.HasEvent,
 		Write: lr.Write, HasWrite: lr.HasWrite,
 		Payload: lr.Payload, Origin: origin, ID: lr.ID,
-	}, nil, 0
+	}, nil, lineFault{}
+}
+
+// lineFault locates what is wrong with a refused line.
+type lineFault struct {
+	column int
+	field  string
 }
 
 // FileSourceConfig configures a [FileSource].

@@ -3,6 +3,7 @@ package connect
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,12 @@ type HTTPSinkConfig struct {
 	// Logger receives the reasons subscribers are disconnected (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// TLS, if set, makes the endpoint serve HTTPS with it; nil serves
+	// plain HTTP.
+	TLS *tls.Config
+	// BearerToken, if not empty, is the token every subscriber must send
+	// as "Authorization: Bearer TOKEN"; others get 401.
+	BearerToken string
 }
 
 // SinkLog is the durable, numbered log of a sink's records, which an
@@ -82,6 +89,10 @@ type SinkLog interface {
 // processed and reconnects with from=last+1 gets every record exactly once,
 // across host restarts, as long as the record is within the retention of
 // the log.
+//
+// With [HTTPSinkConfig.BearerToken] a request without "Authorization:
+// Bearer TOKEN" (or with another token) gets 401; with
+// [HTTPSinkConfig.TLS] the sink serves HTTPS only.
 //
 // Write never waits for subscribers: each reads from the shared ring, or
 // from the log on its own goroutine, at its own pace. A live subscriber
@@ -126,7 +137,8 @@ type subscriber struct {
 // returned, so that a slow client never keeps a read of the store open.
 const logChunkBytes = 256 << 10
 
-// NewHTTPSink checks cfg, binds the listener and starts serving.
+// NewHTTPSink checks cfg, binds the listener and starts serving. A listen
+// error reads "listen ADDR: REASON".
 func NewHTTPSink(cfg HTTPSinkConfig) (*HTTPSink, error) {
 	if cfg.Path == "" || cfg.Path[0] != '/' {
 		return nil, fmt.Errorf("http sink: path %q must start with '/'", cfg.Path)
@@ -143,9 +155,9 @@ func NewHTTPSink(cfg HTTPSinkConfig) (*HTTPSink, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listenEndpoint(cfg.Addr, cfg.TLS)
 	if err != nil {
-		return nil, fmt.Errorf("http sink: %w", err)
+		return nil, err
 	}
 	s := &HTTPSink{
 		cfg: cfg, ln: ln, served: make(chan error, 1),
@@ -230,6 +242,11 @@ func (s *HTTPSink) kickLocked(sub *subscriber, reason string) {
 func (s *HTTPSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != s.cfg.Path {
 		http.NotFound(w, r)
+		return
+	}
+	if why := bearerRefusal(r, s.cfg.BearerToken); why != "" {
+		challengeBearer(w)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": why})
 		return
 	}
 	if r.Method != http.MethodGet {

@@ -3,10 +3,12 @@ package connect
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -18,6 +20,11 @@ import (
 // DefaultMaxBodyBytes bounds an ingest request body when the config gives
 // no bound.
 const DefaultMaxBodyBytes = 8 << 20
+
+// maxRefusalsReported bounds the per-record errors of one 400 answer, so
+// that a body of a million bad lines does not get an answer larger than
+// itself; the answer's "invalid" still counts them all.
+const maxRefusalsReported = 100
 
 // retryAfterSeconds is what a client is told to wait while the host shuts
 // down or cannot take records.
@@ -37,9 +44,16 @@ type HTTPSourceConfig struct {
 	// MaxBodyBytes bounds a request body (default [DefaultMaxBodyBytes]);
 	// larger bodies get 413 and nothing of them is accepted.
 	MaxBodyBytes int64
-	// Reject receives every refused line. An error from it stops the run
-	// (the request gets 500). Nil makes the first bad line stop the run.
-	Reject func(Rejection) error
+	// TLS, if set, makes the endpoint serve HTTPS with it (certificates
+	// included); nil serves plain HTTP.
+	TLS *tls.Config
+	// BearerToken, if not empty, is the token every request must carry as
+	// "Authorization: Bearer TOKEN"; others get 401 and nothing of them is
+	// read.
+	BearerToken string
+	// Logger receives a line for every refused request (default
+	// slog.Default()).
+	Logger *slog.Logger
 	// ShutdownGrace bounds how long Run waits for requests in flight when
 	// it stops (default 5s).
 	ShutdownGrace time.Duration
@@ -51,27 +65,39 @@ type HTTPSourceConfig struct {
 //
 // with a body of record lines (see the package documentation) or, when the
 // body's first non-space byte is '[', a JSON array of record objects (the
-// Content-Type is not consulted). A request's records are handed to the
-// host in body order, after all of them have been read; the answer comes
-// only after that:
+// Content-Type is not consulted).
 //
-//   - 200 {"accepted":N}: every record was accepted.
-//   - 400 {"accepted":N,"refused":[{"line":L,"column":C,"error":"..."}]}:
-//     the listed lines (array bodies also give "item", the 0-based index)
-//     were refused and went to the dead letter; all other records were
-//     accepted. A body that is not a well-formed JSON array is refused
-//     whole: {"accepted":0,"error":"..."}.
+// A request is accepted whole or not at all. Its body is read to its end
+// and every record checked before any is handed to the host; a body that
+// is cut off, too large or holds one invalid record is refused whole. The
+// records of a valid request go to the host as one group (see
+// [Record.More]), which commits them in one transaction before the answer:
+//
+//   - 200 {"accepted":N}: every record was accepted (and, with a data
+//     directory, is durable). Empty lines are not records.
+//   - 400 {"accepted":0,"invalid":K,"error":"...","refused":[...]}: K
+//     records are invalid, so nothing was accepted. Each refused entry
+//     gives "line" (1-based, in the body), "column" (1-based byte, when
+//     the fault is at one), "field" (when a record field is at fault),
+//     "item" (array bodies: the 0-based index) and "error"; at most 100
+//     are listed. A body that is not a well-formed JSON array has no
+//     refused list, only the error with its line and column. Fix or
+//     remove the invalid records and send the request again.
+//   - 401: the endpoint wants a bearer token and the request has none,
+//     or a wrong one; nothing was read.
 //   - 413: the body is larger than MaxBodyBytes; nothing was accepted.
-//   - 503 with Retry-After: the host is shutting down or took no more
-//     records; {"accepted":N,"error":"..."} says how many of the request's
-//     first records were accepted before that.
-//   - 500: a refused record could not be kept (the dead letter failed,
-//     or there is none); the run stops.
+//   - 503 with Retry-After {"accepted":0,"error":"..."}: the host is
+//     shutting down, or could not take or commit the records; nothing was
+//     accepted, send the same request again later.
+//
+// So a client may resend a request on any answer but 200 without
+// duplicating records. What it cannot know is the fate of a request whose
+// answer it never got: the host may have accepted it. Records with an
+// "id" are accepted once, so resending those is always safe.
 //
 // Records' origins are "http:PATH#REQUEST:LINE" for lines and
 // "http:PATH#REQUEST[ITEM]" for array items, REQUEST counting requests from
-// 1; a rejection's origin adds the 1-based byte offset of the fault within
-// the line or item.
+// 1.
 type HTTPSource struct {
 	cfg      HTTPSourceConfig
 	intake   intake
@@ -85,7 +111,7 @@ type HTTPSource struct {
 }
 
 // NewHTTPSource checks cfg and binds the listener, so that [HTTPSource.Addr]
-// is known before Run.
+// is known before Run. A listen error reads "listen ADDR: REASON".
 func NewHTTPSource(cfg HTTPSourceConfig) (*HTTPSource, error) {
 	if cfg.Path == "" || cfg.Path[0] != '/' {
 		return nil, fmt.Errorf("http source: path %q must start with '/'", cfg.Path)
@@ -100,10 +126,13 @@ func NewHTTPSource(cfg HTTPSourceConfig) (*HTTPSource, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 5 * time.Second
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	cfg.PartitionBy = append([]string(nil), cfg.PartitionBy...)
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listenEndpoint(cfg.Addr, cfg.TLS)
 	if err != nil {
-		return nil, fmt.Errorf("http source: %w", err)
+		return nil, err
 	}
 	return &HTTPSource{
 		cfg: cfg, intake: in, ln: ln,
@@ -127,62 +156,50 @@ func (s *HTTPSource) Close() error {
 
 func (s *HTTPSource) stop() { s.stopOnce.Do(func() { close(s.stopping) }) }
 
-// ingestBatch is one request's worth of work for Run.
+// ingestBatch is one valid request's records for Run.
 type ingestBatch struct {
-	items []ingestItem
-	done  chan ingestResult // buffered: Run never waits for the handler
+	records []Record
+	done    chan error // buffered: Run never waits for the handler
 }
 
-type ingestItem struct {
-	record    Record
-	rejection *Rejection // set instead of record for refused lines
-	refusal   refusal
-}
-
-type ingestResult struct {
-	accepted int
-	err      error // emit's error, or a fatal dead-letter error
-	fatal    bool  // the dead letter failed
-}
-
+// refusal is one invalid record of a refused request.
 type refusal struct {
 	Item   *int   `json:"item,omitempty"`
 	Line   int    `json:"line"`
 	Column int    `json:"column,omitempty"`
+	Field  string `json:"field,omitempty"`
 	Error  string `json:"error"`
 }
 
+// ingestResponse is the JSON body of every answer of the endpoint.
 type ingestResponse struct {
 	Accepted int       `json:"accepted"`
-	Refused  []refusal `json:"refused,omitempty"`
+	Invalid  int       `json:"invalid,omitempty"`
 	Error    string    `json:"error,omitempty"`
+	Refused  []refusal `json:"refused,omitempty"`
 }
 
-// Run serves requests until ctx is cancelled (it returns ctx.Err()), emit
-// fails (it returns emit's error) or the dead letter fails. On the way out
-// it answers 503 to requests not yet accepted and waits up to
-// ShutdownGrace for the others.
+// Run serves requests until ctx is cancelled (it returns ctx.Err()) or emit
+// fails (it returns emit's error). On the way out it answers 503 to
+// requests not yet accepted and waits up to ShutdownGrace for the others.
 func (s *HTTPSource) Run(ctx context.Context, emit func(Record) error) error {
 	if s.ran.Swap(true) {
 		return errors.New("http source: Run called twice")
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(s.ln) }()
-	reject := s.cfg.Reject
-	if reject == nil {
-		reject = func(r Rejection) error { return fmt.Errorf("%s: %w", r.Origin, r.Err) }
-	}
 
 	var runErr error
 loop:
 	for {
 		select {
 		case b := <-s.batches:
-			res := s.process(b, emit, reject)
-			b.done <- res
-			if res.err != nil {
-				runErr = res.err
+			err := emitGroup(b.records, emit)
+			b.done <- err
+			if err != nil {
+				runErr = err
 				break loop
 			}
 		case <-ctx.Done():
@@ -205,31 +222,18 @@ loop:
 	return runErr
 }
 
-func (s *HTTPSource) process(b *ingestBatch, emit func(Record) error, reject func(Rejection) error) ingestResult {
-	var res ingestResult
-	last := -1 // the last record to accept: it asks for durability before the answer
-	for i, it := range b.items {
-		if it.rejection == nil {
-			last = i
-		}
-	}
-	for i, it := range b.items {
-		if it.rejection != nil {
-			if err := reject(*it.rejection); err != nil {
-				res.err, res.fatal = err, true
-				return res
-			}
-			continue
-		}
-		rec := it.record
-		rec.Sync = i == last
+// emitGroup hands one request's records to the host as one all-or-nothing
+// group: every record but the last has More, and the last asks for
+// durability before the answer.
+func emitGroup(records []Record, emit func(Record) error) error {
+	for i, rec := range records {
+		last := i == len(records)-1
+		rec.More, rec.Sync = !last, last
 		if err := emit(rec); err != nil {
-			res.err = err
-			return res
+			return err
 		}
-		res.accepted++
 	}
-	return res
+	return nil
 }
 
 // ServeHTTP implements the ingest endpoint; it can also be mounted on
@@ -239,6 +243,11 @@ func (s *HTTPSource) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	if why := bearerRefusal(r, s.cfg.BearerToken); why != "" {
+		challengeBearer(w)
+		writeJSON(w, http.StatusUnauthorized, ingestResponse{Error: why})
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeJSON(w, http.StatusMethodNotAllowed, ingestResponse{Error: "use POST"})
@@ -246,7 +255,7 @@ func (s *HTTPSource) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	select {
 	case <-s.stopping:
-		s.unavailable(w, 0, "shutting down")
+		s.unavailable(w, "shutting down; nothing was accepted")
 		return
 	default:
 	}
@@ -257,62 +266,94 @@ func (s *HTTPSource) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusRequestEntityTooLarge, ingestResponse{Error: fmt.Sprintf("body is larger than %d bytes; nothing was accepted", tooBig.Limit)})
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, ingestResponse{Error: "reading body: " + err.Error()})
+		// Most often the client went away mid-body; nothing of it counts.
+		writeJSON(w, http.StatusBadRequest, ingestResponse{Error: "reading body: " + err.Error() + "; nothing was accepted"})
 		return
 	}
 	origin := "http:" + s.cfg.Path + "#" + strconv.FormatUint(s.requests.Add(1), 10)
-	b := &ingestBatch{done: make(chan ingestResult, 1)}
-	var bodyErr error // the body as a whole is malformed
-	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
-		b.items, bodyErr = s.parseArray(body, origin)
-		if bodyErr != nil {
-			// The whole body is kept, so that nothing is lost silently.
-			b.items = []ingestItem{{rejection: &Rejection{Origin: origin, Stage: StageIngest, Err: bodyErr, Record: body}}}
-		}
-	} else {
-		b.items = s.parseLines(body, origin)
+	records, refused, err := s.decodeBody(body, origin)
+	if err != nil || len(refused) > 0 {
+		s.refuse(w, r, origin, len(records)+len(refused), refused, err)
+		return
 	}
-	var refused []refusal
-	if bodyErr == nil {
-		for _, it := range b.items {
-			if it.rejection != nil {
-				refused = append(refused, it.refusal)
-			}
-		}
+	if len(records) == 0 {
+		writeJSON(w, http.StatusOK, ingestResponse{})
+		return
 	}
 
+	b := &ingestBatch{records: records, done: make(chan error, 1)}
 	select {
 	case s.batches <- b:
 	case <-s.stopping:
-		s.unavailable(w, 0, "shutting down")
+		s.unavailable(w, "shutting down; nothing was accepted")
 		return
 	case <-r.Context().Done():
 		return // the client left before anything was accepted
 	}
-	res := <-b.done
-	switch {
-	case res.fatal:
-		writeJSON(w, http.StatusInternalServerError, ingestResponse{Accepted: res.accepted, Error: "refused records could not be kept, the run stops: " + res.err.Error()})
-	case res.err != nil:
-		s.unavailable(w, res.accepted, res.err.Error())
-	case bodyErr != nil:
-		writeJSON(w, http.StatusBadRequest, ingestResponse{Error: bodyErr.Error()})
-	case len(refused) > 0:
-		writeJSON(w, http.StatusBadRequest, ingestResponse{Accepted: res.accepted, Refused: refused})
-	default:
-		writeJSON(w, http.StatusOK, ingestResponse{Accepted: res.accepted})
+	if err := <-b.done; err != nil {
+		s.unavailable(w, err.Error()+"; nothing was accepted")
+		return
 	}
+	writeJSON(w, http.StatusOK, ingestResponse{Accepted: len(records)})
 }
 
-func (s *HTTPSource) unavailable(w http.ResponseWriter, accepted int, why string) {
+// refuse answers 400 to a request with invalid records (refused) or a
+// malformed body (bodyErr): nothing of it was accepted.
+func (s *HTTPSource) refuse(w http.ResponseWriter, r *http.Request, origin string, total int, refused []refusal, bodyErr error) {
+	resp := ingestResponse{Invalid: len(refused)}
+	if bodyErr != nil {
+		resp.Error = bodyErr.Error() + "; nothing was accepted"
+	} else {
+		resp.Error = fmt.Sprintf("%d of %d records are invalid, so none was accepted: fix or remove them and send the request again", len(refused), total)
+		resp.Refused = refused[:min(len(refused), maxRefusalsReported)]
+	}
+	first := resp.Error
+	if len(refused) > 0 {
+		first = fmt.Sprintf("line %d: %s", refused[0].Line, refused[0].Error)
+	}
+	s.cfg.Logger.Warn("http source: request refused, nothing accepted", "path", s.cfg.Path, "request", origin,
+		"remote", r.RemoteAddr, "invalid", len(refused), "first", first)
+	writeJSON(w, http.StatusBadRequest, resp)
+}
+
+func (s *HTTPSource) unavailable(w http.ResponseWriter, why string) {
 	w.Header().Set("Retry-After", retryAfterSeconds)
-	writeJSON(w, http.StatusServiceUnavailable, ingestResponse{Accepted: accepted, Error: why})
+	writeJSON(w, http.StatusServiceUnavailable, ingestResponse{Error: why})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decodeBody reads a request body: record lines, or a JSON array of
+// records when its first non-space byte is '['. It returns the records and
+// the invalid ones, in body order, or bodyErr when the body is not a
+// well-formed array at all.
+func (s *HTTPSource) decodeBody(body []byte, origin string) (records []Record, refused []refusal, bodyErr error) {
+	var items []ingestItem
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+		if items, bodyErr = s.parseArray(body, origin); bodyErr != nil {
+			return nil, nil, bodyErr
+		}
+	} else {
+		items = s.parseLines(body, origin)
+	}
+	for _, it := range items {
+		if it.refused != nil {
+			refused = append(refused, *it.refused)
+		} else {
+			records = append(records, it.record)
+		}
+	}
+	return records, refused, nil
+}
+
+// ingestItem is one record of a body, or why it is invalid.
+type ingestItem struct {
+	record  Record
+	refused *refusal
 }
 
 func (s *HTTPSource) parseLines(body []byte, origin string) []ingestItem {
@@ -335,11 +376,12 @@ func (s *HTTPSource) parseLines(body []byte, origin string) []ingestItem {
 
 // item parses one record; line and col say where it starts in the body.
 func (s *HTTPSource) item(rec []byte, origin string, line, col int, index *int) ingestItem {
-	r, rej, errCol := s.intake.parse(rec, origin)
+	r, rej, fault := s.intake.parse(rec, origin)
 	if rej == nil {
 		return ingestItem{record: r}
 	}
-	ref := refusal{Item: index, Line: line, Error: rej.Err.Error()}
+	errCol := fault.column
+	ref := refusal{Item: index, Line: line, Field: fault.field, Error: rej.Err.Error()}
 	if errCol > 0 {
 		ref.Column = col + errCol - 1
 		if index != nil {
@@ -351,7 +393,7 @@ func (s *HTTPSource) item(rec []byte, origin string, line, col int, index *int) 
 			}
 		}
 	}
-	return ingestItem{rejection: rej, refusal: ref}
+	return ingestItem{refused: &ref}
 }
 
 // parseArray reads a JSON array of record objects. An error means the body

@@ -28,7 +28,10 @@ type LineRecord struct {
 type LineError struct {
 	// Column is the 1-based byte column of the fault.
 	Column int
-	Err    error
+	// Field is the record field at fault (write_ts, event_ts, payload, id,
+	// or the unknown field's name), or empty when the line's JSON form is.
+	Field string
+	Err   error
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("column %d: %v", e.Column, e.Err) }
@@ -47,7 +50,7 @@ func ParseLine(line []byte) (LineRecord, error) {
 		return rec, p.syntax(err, start)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return rec, &LineError{start + 1, errors.New("a record line must be a JSON object")}
+		return rec, &LineError{Column: start + 1, Err: errors.New("a record line must be a JSON object")}
 	}
 	var seenWrite, seenEvent, seenPayload, seenID bool
 	for p.dec.More() {
@@ -76,14 +79,14 @@ func ParseLine(line []byte) (LineRecord, error) {
 			seen = &seenID
 			rec.ID, err = parseID(raw)
 		default:
-			return rec, &LineError{keyAt + 1, fmt.Errorf("unknown field %q (want write_ts, event_ts, payload, id)", name)}
+			return rec, &LineError{Column: keyAt + 1, Field: name, Err: fmt.Errorf("unknown field %q (want write_ts, event_ts, payload, id)", name)}
 		}
 		if *seen {
-			return rec, &LineError{keyAt + 1, fmt.Errorf("field %q appears twice", name)}
+			return rec, &LineError{Column: keyAt + 1, Field: name, Err: fmt.Errorf("field %q appears twice", name)}
 		}
 		*seen = true
 		if err != nil {
-			return rec, &LineError{valueAt + 1, fmt.Errorf("%s: %w", name, err)}
+			return rec, &LineError{Column: valueAt + 1, Field: name, Err: fmt.Errorf("%s: %w", name, err)}
 		}
 	}
 	end := p.skip(int(p.dec.InputOffset()))
@@ -91,10 +94,10 @@ func ParseLine(line []byte) (LineRecord, error) {
 		return rec, p.syntax(err, end)
 	}
 	if rest := p.skip(int(p.dec.InputOffset())); rest < len(line) {
-		return rec, &LineError{rest + 1, errors.New("data after the record object")}
+		return rec, &LineError{Column: rest + 1, Err: errors.New("data after the record object")}
 	}
 	if !seenPayload {
-		return rec, &LineError{1, errors.New(`record has no "payload"`)}
+		return rec, &LineError{Column: 1, Field: "payload", Err: errors.New(`record has no "payload"`)}
 	}
 	return rec, nil
 }
@@ -141,16 +144,16 @@ func (p *lineParser) syntax(err error, at int) error {
 	switch {
 	case errors.As(err, &se):
 		if col, se := syntaxColumn(p.line); se != nil {
-			return &LineError{col, fmt.Errorf("invalid JSON: %v", se)}
+			return &LineError{Column: col, Err: fmt.Errorf("invalid JSON: %v", se)}
 		}
-		return &LineError{at + 1, fmt.Errorf("invalid JSON: %v", err)}
+		return &LineError{Column: at + 1, Err: fmt.Errorf("invalid JSON: %v", err)}
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		if len(bytes.TrimSpace(p.line)) == 0 {
-			return &LineError{1, errors.New("empty line")}
+			return &LineError{Column: 1, Err: errors.New("empty line")}
 		}
-		return &LineError{len(p.line) + 1, errors.New("line ends inside the JSON object")}
+		return &LineError{Column: len(p.line) + 1, Err: errors.New("line ends inside the JSON object")}
 	}
-	return &LineError{at + 1, err}
+	return &LineError{Column: at + 1, Err: err}
 }
 
 // syntaxColumn returns the 1-based byte position of the first syntax error

@@ -18,10 +18,12 @@
 // time. Other fields are refused, so that a typo such as "evnt_ts" cannot go
 // unnoticed.
 //
-// Bad lines never stop a source and are never dropped silently: each goes
-// to the dead letter ([Rejection]) with file:line:column and the error. Only
-// a failing dead letter stops the run (as does the first bad line of a
-// source configured without one).
+// Bad lines never stop a file source and are never dropped silently: each
+// goes to the dead letter ([Rejection]) with file:line:column and the
+// error. Only a failing dead letter stops the run (as does the first bad
+// line of a source configured without one). An HTTP request with a bad
+// line is refused whole, and its answer says what is wrong where (see
+// [HTTPSource]).
 package connect
 
 import (
@@ -70,6 +72,15 @@ type Record struct {
 	// before emit returns: an HTTP source acknowledges a request only
 	// then. Without it the host commits records in groups.
 	Sync bool
+	// More says that the next record emitted belongs to the same
+	// all-or-nothing group as this one: the host accepts a group's records
+	// together, when the first record without More arrives, in one commit.
+	// An emit of a record with More that returns nil has accepted nothing
+	// yet; when any emit of the group fails, or Run returns before the
+	// group ends, none of the group is accepted. An HTTP source emits each
+	// request as one group, so that a request is accepted whole or not at
+	// all, crashes and store failures included.
+	More bool
 }
 
 // Source produces records.

@@ -307,5 +307,5 @@ func TestHTTPSinkConfigErrors(t *testing.T) {
 	_, err := NewHTTPSink(HTTPSinkConfig{Addr: "127.0.0.1:0", Path: "out"})
 	require.EqualError(t, err, `http sink: path "out" must start with '/'`)
 	_, err = NewHTTPSink(HTTPSinkConfig{Addr: "256.0.0.1:0", Path: "/out"})
-	require.ErrorContains(t, err, "http sink: ")
+	require.ErrorContains(t, err, "listen 256.0.0.1:0: ")
 }

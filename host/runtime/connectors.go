@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -137,10 +138,7 @@ func (r *Runtime) openSource(ss *spec.Source, resume []byte) (Source, error) {
 			Reject: reject, Progress: r.fileProgress(ss), Resume: resume,
 		})
 	case spec.SourceHTTP:
-		return connect.NewHTTPSource(connect.HTTPSourceConfig{
-			Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Stream: ss.Stream, Partitions: ss.Partitions,
-			PartitionBy: ss.PartitionBy, Reject: reject,
-		})
+		return r.openHTTPSource(ss)
 	case spec.SourceGenerator:
 		return connect.NewGenerator(generatorConfig(ss, resume))
 	}
@@ -155,6 +153,27 @@ func generatorConfig(ss *spec.Source, resume []byte) connect.GeneratorConfig {
 		Seed: uint64(g.Seed), Count: g.Count, Keys: int(g.Keys), PayloadBytes: int(g.PayloadBytes),
 		Rate: g.Rate, EventLag: g.EventLag, Resume: resume,
 	}
+}
+
+// openHTTPSource binds the endpoint of an HTTP source. Its errors name the
+// source and the place in the spec, a busy port included.
+func (r *Runtime) openHTTPSource(ss *spec.Source) (Source, error) {
+	path := fmt.Sprintf("sources[%d].http", specIndex(r.pipe.Sources, func(s *spec.Source) string { return s.Name }, ss.Name))
+	what := fmt.Sprintf("source %q", ss.Name)
+	sec, err := r.endpointSecurity(path, what, ss.HTTP)
+	if err != nil {
+		return nil, err
+	}
+	src, err := connect.NewHTTPSource(connect.HTTPSourceConfig{
+		Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Stream: ss.Stream, Partitions: ss.Partitions,
+		PartitionBy: ss.PartitionBy, TLS: sec.tls, BearerToken: sec.token, Logger: r.log.With("source", ss.Name),
+	})
+	if err != nil {
+		return nil, r.pipe.ErrorAt(path+".listen", "%s: %v", what, err)
+	}
+	r.log.Info("http source listening", "source", ss.Name, "url", endpointURL(sec, src.Addr().String(), ss.HTTP.Path),
+		"bearer_token", sec.token != "")
+	return src, nil
 }
 
 // sinkRunner feeds one sink from a bounded queue, in batches, so that a
@@ -198,6 +217,10 @@ func (r *Runtime) newSinkRunner(ss *spec.Sink) (*sinkRunner, error) {
 	if sk, ok := r.opts.sinks[ss.Name]; ok {
 		s.sink = sk
 	} else if err := s.open(ss); err != nil {
+		var located *spec.Error // names the sink already, after its place
+		if errors.As(err, &located) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("sink %q: %w", ss.Name, err)
 	}
 	return s, nil
@@ -256,15 +279,23 @@ func (s *sinkRunner) open(ss *spec.Sink) error {
 		}
 		return err
 	case spec.SinkHTTP:
-		cfg := connect.HTTPSinkConfig{Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Logger: r.log}
+		path := fmt.Sprintf("sinks[%d].http", specIndex(r.pipe.Sinks, func(s *spec.Sink) string { return s.Name }, ss.Name))
+		what := fmt.Sprintf("sink %q", ss.Name)
+		sec, err := r.endpointSecurity(path, what, ss.HTTP)
+		if err != nil {
+			return err
+		}
+		cfg := connect.HTTPSinkConfig{Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Logger: r.log, TLS: sec.tls, BearerToken: sec.token}
 		if st != nil {
 			cfg.Next = int64(s.pos.Records)
 			cfg.Log = storeSinkLog{st: st, sink: ss.Name}
 		}
 		hs, err := connect.NewHTTPSink(cfg)
 		if err != nil {
-			return err
+			return r.pipe.ErrorAt(path+".listen", "%s: %v", what, err)
 		}
+		r.log.Info("http sink listening", "sink", ss.Name, "url", endpointURL(sec, hs.Addr().String(), ss.HTTP.Path),
+			"bearer_token", sec.token != "")
 		s.sink = hs
 		if st != nil {
 			s.http = hs

@@ -404,6 +404,10 @@ type options struct {
 	sourceCap  int64
 	store      *store.Store
 	replay     map[string]Replay
+
+	// insecureListen lets HTTP endpoints serve plain HTTP on addresses
+	// that are not loopback (WithInsecureListen).
+	insecureListen bool
 }
 
 func defaultOptions() options {

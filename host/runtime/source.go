@@ -80,6 +80,10 @@ type sourceStream struct {
 	readEnd    bool
 	idleTimer  *time.Timer
 	mIdleParts prometheus.Gauge
+	// held is the all-or-nothing group the connector is emitting (records
+	// with More), appended only once it ends; only the connector's
+	// goroutine touches it.
+	held []connect.Record
 }
 
 type sourcePartition struct {
@@ -278,9 +282,35 @@ func (src *sourceStream) ingest(ctx, work context.Context) error {
 
 // append takes one record from the connector: it gets its offset and
 // timestamps here, and is visible to the reader at once, or with a store
-// once its group has committed.
+// once its group has committed. A record with More is only held: the
+// records of an all-or-nothing group are appended together, with the one
+// that ends it, so that no commit holds part of a group; an error discards
+// the group held so far.
 func (src *sourceStream) append(work context.Context, rec connect.Record) error {
-	r := src.rt
+	err := src.hold(work, rec)
+	if err == nil && rec.More {
+		return nil
+	}
+	if err == nil {
+		err = src.appendGroup(work, src.held)
+	}
+	// The held slice is reused, records dropped, unless a large group
+	// made it large.
+	clear(src.held)
+	src.held = src.held[:0]
+	if cap(src.held) > heldReuseRecords {
+		src.held = nil
+	}
+	return err
+}
+
+// heldReuseRecords bounds the capacity of the held group kept between
+// groups.
+const heldReuseRecords = 1024
+
+// hold checks one record and paces it, then adds it to src.held, the
+// group being held.
+func (src *sourceStream) hold(work context.Context, rec connect.Record) error {
 	if rec.Partition < 0 || rec.Partition >= len(src.parts) {
 		return fmt.Errorf("source %q: record %s: partition %d out of range [0,%d)", src.spec.Name, rec.Origin, rec.Partition, len(src.parts))
 	}
@@ -293,6 +323,17 @@ func (src *sourceStream) append(work context.Context, rec connect.Record) error 
 		}
 		src.mThrottled.Add(time.Since(started).Seconds())
 	}
+	src.held = append(src.held, rec)
+	return nil
+}
+
+// appendGroup appends the records of one group under one hold of src.mu,
+// having waited for room in the source queue for the group as a whole (so
+// that one group may take the queue past its bound). With a store, the
+// duplicates are looked up before anything is appended, so that a failing
+// lookup appends none of the group.
+func (src *sourceStream) appendGroup(work context.Context, group []connect.Record) error {
+	r := src.rt
 	st := r.opts.store
 	src.mu.Lock()
 	for src.queued >= src.capBytes && work.Err() == nil {
@@ -310,14 +351,61 @@ func (src *sourceStream) append(work context.Context, rec connect.Record) error 
 		src.mu.Unlock()
 		return work.Err()
 	}
-	if rec.ID != "" && st != nil {
-		dup, err := src.seen(rec.ID)
-		if err != nil || dup {
-			src.mu.Unlock()
-			return err
+	var dups map[int]bool // group indexes of records accepted before
+	if st != nil {
+		var inGroup map[string]bool // the ids of the group's earlier records
+		for i, rec := range group {
+			if rec.ID == "" {
+				continue
+			}
+			dup := inGroup[rec.ID]
+			if dup {
+				src.mDuplicates.Inc()
+			} else {
+				var err error
+				if dup, err = src.seen(rec.ID); err != nil {
+					src.mu.Unlock()
+					return err
+				}
+			}
+			if len(group) > 1 {
+				if inGroup == nil {
+					inGroup = map[string]bool{}
+				}
+				inGroup[rec.ID] = true
+			}
+			if dup {
+				if dups == nil {
+					dups = map[int]bool{}
+				}
+				dups[i] = true
+			}
 		}
 	}
 	now := r.opts.now()
+	due := false
+	for i, rec := range group {
+		if dups[i] {
+			due = due || rec.Sync
+			continue
+		}
+		due = src.appendLocked(rec, now) || due
+	}
+	if st == nil {
+		src.cond.Broadcast()
+	}
+	src.mu.Unlock()
+	if due {
+		return src.flushIngest()
+	}
+	return nil
+}
+
+// appendLocked appends one record; with a store, to the pending ingest
+// group. It reports whether that group is due to commit. Called with
+// src.mu held.
+func (src *sourceStream) appendLocked(rec connect.Record, now int64) (due bool) {
+	st := src.rt.opts.store
 	write := now
 	if rec.HasWrite {
 		write = rec.Write
@@ -337,9 +425,7 @@ func (src *sourceStream) append(work context.Context, rec connect.Record) error 
 	if st == nil {
 		p.offset++
 		src.publish(rec.Partition, m, now)
-		src.cond.Broadcast()
-		src.mu.Unlock()
-		return nil
+		return false
 	}
 	if src.batch == nil {
 		src.batch = st.NewBatch()
@@ -358,12 +444,7 @@ func (src *sourceStream) append(work context.Context, rec connect.Record) error 
 	if len(src.pending) == 1 {
 		src.linger.Reset(ingestLinger)
 	}
-	due := rec.Sync || len(src.pending) >= ingestGroupRows || src.pendingLen >= ingestGroupBytes
-	src.mu.Unlock()
-	if due {
-		return src.flushIngest()
-	}
-	return nil
+	return rec.Sync || len(src.pending) >= ingestGroupRows || src.pendingLen >= ingestGroupBytes
 }
 
 // seen reports whether a record with idempotency key id was accepted

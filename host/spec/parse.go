@@ -89,8 +89,8 @@ func baseDir(name string) string {
 }
 
 // complete fills in what the runtime should not have to default itself: the
-// settings of a generator written without them, the dead-letter file, and
-// absolute file paths.
+// settings of a generator written without them, the dead-letter file, the
+// host of a listen address, and absolute file paths.
 func (p *Pipeline) complete(dir string) {
 	resolve := func(path *string) {
 		if !filepath.IsAbs(*path) {
@@ -106,6 +106,7 @@ func (p *Pipeline) complete(dir string) {
 		if s.File != nil {
 			resolve(&s.File.Path)
 		}
+		s.HTTP.complete(resolve)
 	}
 	for i := range p.Tenants {
 		for j := range p.Tenants[i].PluginDirs {
@@ -116,6 +117,7 @@ func (p *Pipeline) complete(dir string) {
 		if f := p.Sinks[i].File; f != nil {
 			resolve(&f.Path)
 		}
+		p.Sinks[i].HTTP.complete(resolve)
 	}
 	if p.DeadLetter.Type == DeadLetterFile {
 		if p.DeadLetter.File == nil {

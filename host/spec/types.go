@@ -195,10 +195,39 @@ type FileSource struct {
 // port is 0 (a fresh port each).
 type HTTPEndpoint struct {
 	// Listen is the host:port to listen on, for example "127.0.0.1:8081";
-	// port 0 picks a free port. Required.
+	// port 0 picks a free port. A listen without a host (":8081") means
+	// 127.0.0.1: Parse fills it in. A host that is not a loopback address
+	// needs TLS, or flowhost run --insecure-listen. Required.
 	Listen string `yaml:"listen"`
 	// Path is the URL path, starting with "/". Default "/".
 	Path string `yaml:"path"`
+	// TLS, when set, serves HTTPS with its certificate and key.
+	TLS *EndpointTLS `yaml:"tls,omitempty"`
+	// Auth, when set, requires every request to carry a bearer token.
+	Auth *EndpointAuth `yaml:"auth,omitempty"`
+}
+
+// EndpointTLS is the certificate an HTTP endpoint serves HTTPS with.
+type EndpointTLS struct {
+	// CertFile is a PEM file of the certificate (chain, leaf first);
+	// relative to the spec's directory. Required.
+	CertFile string `yaml:"cert_file"`
+	// KeyFile is the PEM file of its private key; relative to the spec's
+	// directory. Required.
+	KeyFile string `yaml:"key_file"`
+}
+
+// EndpointAuth says where the bearer token of an HTTP endpoint is: in a
+// file or in an environment variable, exactly one of them, never in the
+// spec itself (specs are committed, shared and logged; secrets should not
+// be). The host reads it when the run starts.
+type EndpointAuth struct {
+	// BearerTokenFile is a file holding the token (surrounding white
+	// space, such as a final newline, is not part of it); relative to the
+	// spec's directory.
+	BearerTokenFile string `yaml:"bearer_token_file,omitempty"`
+	// BearerTokenEnv names an environment variable holding the token.
+	BearerTokenEnv string `yaml:"bearer_token_env,omitempty"`
 }
 
 func (h *HTTPEndpoint) setDefaults() { h.Path = DefaultHTTPPath }

@@ -236,6 +236,19 @@ func (v *validator) http(path string, h *HTTPEndpoint) {
 	if !strings.HasPrefix(h.Path, "/") {
 		v.errorf(fieldPath(path, "path"), "expected a URL path starting with '/'; got %q", h.Path)
 	}
+	if t := h.TLS; t != nil {
+		v.filePath(fieldPath(path, "tls.cert_file"), t.CertFile)
+		v.filePath(fieldPath(path, "tls.key_file"), t.KeyFile)
+	}
+	if a := h.Auth; a != nil {
+		ap := fieldPath(path, "auth")
+		switch {
+		case a.BearerTokenFile != "" && a.BearerTokenEnv != "":
+			v.errorf(fieldPath(ap, "bearer_token_env"), "give bearer_token_file or bearer_token_env, not both")
+		case a.BearerTokenFile == "" && a.BearerTokenEnv == "":
+			v.errorf(ap, "expected bearer_token_file (a file holding the token) or bearer_token_env (an environment variable holding it); the token itself never goes in the spec")
+		}
+	}
 }
 
 func validPort(port string) bool {
@@ -380,7 +393,7 @@ func (v *validator) httpEndpoints() {
 		if _, port, err := net.SplitHostPort(h.Listen); err != nil || port == "0" {
 			return
 		}
-		k := [2]string{h.Listen, h.Path}
+		k := [2]string{listenWithHost(h.Listen), h.Path}
 		if prev, ok := first[k]; ok {
 			v.errorf(path, "%s%s is already served by the HTTP endpoint at %s", h.Listen, h.Path, v.at(prev))
 			return
