@@ -27,7 +27,7 @@ var version = "dev"
 func main() {
 	if err := newRoot().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "flowhost:", err)
-		os.Exit(1)
+		os.Exit(host.ExitCode(err))
 	}
 }
 
@@ -53,7 +53,25 @@ func newRun() *cobra.Command {
 		Long: `Run reads the pipeline spec, loads and checks every plugin it names from the
 plugin directories, and runs the pipeline. File sources end the run when they
 are read; otherwise it runs until SIGINT or SIGTERM, then stops taking input
-and delivers everything already accepted before exiting.
+and delivers everything already accepted before exiting. If that takes
+longer than --stop-grace (a guest in an infinite loop, say), the running
+batches are interrupted and not committed (the next run on the data
+directory processes them again) and it exits with status 4. A second
+signal exits at once with status 128+signal (130 for SIGINT, 143 for
+SIGTERM), like a kill: nothing half-done is committed either.
+
+Every run ends with a summary on stderr (--summary-json writes it as JSON
+too): records in and out per source, computation and sink, dead letters
+per computation with the most common cause, quarantined partitions, timers
+left pending and the data directory. Exit status: 0 when everything
+accepted was delivered, 1 on an error (a source, sink or computation that
+failed), 3 when a partition was quarantined, 4 when the stop was
+interrupted.
+
+Every plugin's guest may run --cpu-per-batch on one batch (a tenant's,
+its quotas.cpu_per_batch); past it the batch fails and goes by the
+computation's on_failure. A manifest's limits.batch_timeout may ask for
+less.
 
 The run is exactly-once: records, the queues between computations, state,
 timers and positions are committed to the data directory (--data-dir, by
@@ -70,17 +88,30 @@ nothing.`,
 				level = slog.LevelDebug
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := context.WithCancel(cmd.Context())
 			defer stop()
+			signals := make(chan os.Signal, 2)
+			signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(signals)
 			finished := make(chan struct{})
 			defer close(finished)
 			go func() {
-				// The first signal drains; restoring the default handling
-				// lets a second one end the process at once.
+				// The first signal drains, for at most the stop's grace
+				// period; a second one exits at once, as a kill would:
+				// nothing half-done is committed, and the next run
+				// resumes from the last commits.
 				select {
-				case <-ctx.Done():
+				case sig := <-signals:
 					stop()
-					cfg.Logger.Info("stopping: delivering what was accepted (interrupt again to quit at once)")
+					cfg.Logger.Info("stopping: delivering what was accepted (interrupt again to quit at once)",
+						"signal", sig.String(), "stop_grace", cfg.StopGrace)
+				case <-finished:
+					return
+				}
+				select {
+				case sig := <-signals:
+					fmt.Fprintf(os.Stderr, "flowhost: %s again: exiting at once\n", sig)
+					os.Exit(128 + int(sig.(syscall.Signal)))
 				case <-finished:
 				}
 			}()
@@ -96,8 +127,12 @@ nothing.`,
 			if workers > 0 {
 				cfg.Options = append(cfg.Options, runtime.WithWorkers(workers))
 			}
+			if cfg.CPUPerBatch <= 0 || cfg.StopGrace <= 0 {
+				return fmt.Errorf("--cpu-per-batch and --stop-grace take a duration above 0 (such as 5s); got %v and %v", cfg.CPUPerBatch, cfg.StopGrace)
+			}
+			cfg.Summary = os.Stderr
 			err := host.Run(ctx, cfg)
-			if errors.Is(err, context.Canceled) {
+			if host.ExitCode(err) == host.ExitOK {
 				return nil
 			}
 			return err
@@ -114,6 +149,9 @@ nothing.`,
 	f.StringArrayVar(&from, "from", nil, "reprocess a source from a position: SOURCE=OFFSET, SOURCE=RFC3339-TIME, or a position for every source (repeatable)")
 	f.BoolVar(&cfg.Reload, "reload", true, "reload a plugin whose manifest gets a new checksum while the pipeline runs (--reload=false: never)")
 	f.IntVar(&workers, "workers", 0, "batches running at once, shared between tenants by weight (default: the number of cores)")
+	f.DurationVar(&cfg.CPUPerBatch, "cpu-per-batch", host.DefaultCPUPerBatch, "time the guest of an operator's plugin may run on one batch before the batch fails (a manifest's limits.batch_timeout may ask for less)")
+	f.DurationVar(&cfg.StopGrace, "stop-grace", runtime.DefaultStopGrace, "after SIGINT or SIGTERM, how long to deliver what was accepted before interrupting the running batches (exit status 4)")
+	f.StringVar(&cfg.SummaryJSON, "summary-json", "", "also write the run's summary to this file as JSON")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")
