@@ -120,6 +120,8 @@ func (s *RunSummary) write(w io.Writer) {
 		p("  result: ok")
 	case ExitInterrupted:
 		p("  result: interrupted: running batches were not committed; the next run on the data directory processes them")
+	case ExitQuarantined:
+		p("  result: partitions quarantined (above): their inputs went to the dead-letter route")
 	default:
 		p("  result: %s", s.Error)
 	}
