@@ -92,8 +92,8 @@ type RunConfig struct {
 	// StopGrace is how long the run, once ctx is cancelled, goes on
 	// delivering what was accepted before it interrupts the running
 	// guest calls and returns runtime.ErrInterrupted (nothing half-done
-	// commits). 0 means runtime.DefaultStopGrace; negative waits as long
-	// as delivering takes.
+	// commits). 0 means DefaultStopGrace; negative waits as long as
+	// delivering takes.
 	StopGrace time.Duration
 	// Summary, if set, receives the human-readable summary of the run
 	// when it ends (see RunSummary).
@@ -107,6 +107,11 @@ type RunConfig struct {
 // when RunConfig.CPUPerBatch does not set one: the same as a tenant's
 // default quotas.cpu_per_batch.
 const DefaultCPUPerBatch = spec.DefaultTenantCPUPerBatch
+
+// DefaultStopGrace is how long a run, once cancelled, goes on delivering
+// what was accepted before it interrupts the running guest calls, when
+// RunConfig.StopGrace does not say.
+const DefaultStopGrace = 10 * time.Second
 
 // Run runs the pipeline of cfg until its sources end or ctx is cancelled
 // (then it drains what was accepted, for at most the stop's grace period;
@@ -189,9 +194,11 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	} else if len(cfg.Replay) > 0 {
 		return nil, errors.New("--from replays records kept in the data directory; it cannot run in memory")
 	}
-	if cfg.StopGrace != 0 {
-		opts = append(opts, runtime.WithStopGrace(cfg.StopGrace))
+	stopGrace := cfg.StopGrace
+	if stopGrace == 0 {
+		stopGrace = DefaultStopGrace
 	}
+	opts = append(opts, runtime.WithStopGrace(stopGrace))
 	opts = append(opts, cfg.Options...)
 	rt, err := runtime.New(pipe, loaded.Factories, opts...)
 	if err != nil {

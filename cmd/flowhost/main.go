@@ -150,7 +150,7 @@ nothing.`,
 	f.BoolVar(&cfg.Reload, "reload", true, "reload a plugin whose manifest gets a new checksum while the pipeline runs (--reload=false: never)")
 	f.IntVar(&workers, "workers", 0, "batches running at once, shared between tenants by weight (default: the number of cores)")
 	f.DurationVar(&cfg.CPUPerBatch, "cpu-per-batch", host.DefaultCPUPerBatch, "time the guest of an operator's plugin may run on one batch before the batch fails (a manifest's limits.batch_timeout may ask for less)")
-	f.DurationVar(&cfg.StopGrace, "stop-grace", runtime.DefaultStopGrace, "after SIGINT or SIGTERM, how long to deliver what was accepted before interrupting the running batches (exit status 4)")
+	f.DurationVar(&cfg.StopGrace, "stop-grace", host.DefaultStopGrace, "after SIGINT or SIGTERM, how long to deliver what was accepted before interrupting the running batches (exit status 4)")
 	f.StringVar(&cfg.SummaryJSON, "summary-json", "", "also write the run's summary to this file as JSON")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")

@@ -463,21 +463,18 @@ func defaultOptions() options {
 		workers:   defaultWorkers(),
 		state:     NewMemoryStore(),
 		sourceCap: DefaultSourceQueueBytes,
-		stopGrace: DefaultStopGrace,
+		stopGrace: -1,
 	}
 }
 
-// DefaultStopGrace is how long a cancelled [Runtime.Run] goes on
-// delivering what was accepted before it interrupts the running batches.
-const DefaultStopGrace = 10 * time.Second
-
 // WithStopGrace sets how long [Runtime.Run], once its context is
 // cancelled, goes on processing and delivering what the sources had
-// accepted (default DefaultStopGrace). When it runs out, the running
+// accepted. When it runs out, the running
 // guest calls are interrupted (a WebAssembly guest stops at its next loop
 // head or function entry, even in an infinite loop; a native Go
 // computation only when it returns), nothing more commits, and Run
-// returns ErrInterrupted. A negative d waits as long as delivering takes.
+// returns ErrInterrupted. Without it, or with a negative d, Run waits as
+// long as delivering takes.
 func WithStopGrace(d time.Duration) Option { return func(o *options) { o.stopGrace = d } }
 
 // WithLogger sets the logger; the default is slog.Default().
