@@ -308,7 +308,7 @@ func TestCLIRunDefaultCPULimitCutsALoopingGuest(t *testing.T) {
 	require.Len(t, rejected, records, "every record is dead-lettered once")
 	for _, rej := range rejected {
 		require.Equal(t, "guest", rej["stage"])
-		require.Contains(t, rej["error"], "deadline exceeded")
+		require.Contains(t, rej["error"], "deadline exceeded (the CPU limit per batch is 200ms)")
 	}
 	s := readSummary(t, summaryPath)
 	c := s.Computations[0]
