@@ -60,16 +60,17 @@ directory processes them again) and it exits with status 4. A second
 signal exits at once with status 128+signal (130 for SIGINT, 143 for
 SIGTERM), like a kill: nothing half-done is committed either.
 
-Every run ends with a summary on stderr (--summary-json writes it as JSON
-too): records in and out per source, computation and sink, dead letters
+Every run that started ends with a summary on stderr (--summary-json
+writes it as JSON too): records in and out per source, computation and sink, dead letters
 per computation with the most common cause, quarantined partitions, timers
 left pending and the data directory. Exit status: 0 when everything
 accepted was delivered, 1 on an error (a source, sink or computation that
 failed), 3 when a partition was quarantined, 4 when the stop was
 interrupted.
 
-Every plugin's guest may run --cpu-per-batch on one batch (a tenant's,
-its quotas.cpu_per_batch); past it the batch fails and goes by the
+The guest of an operator's plugin (a computation without a tenant) may
+run at most --cpu-per-batch on one batch, a tenant's its
+quotas.cpu_per_batch; past it the batch fails and goes by the
 computation's on_failure. A manifest's limits.batch_timeout may ask for
 less.
 
