@@ -119,7 +119,11 @@ func (s *RunSummary) write(w io.Writer) {
 	case ExitOK:
 		p("  result: ok")
 	case ExitInterrupted:
-		p("  result: interrupted: running batches were not committed; the next run on the data directory processes them")
+		if s.DataDir != "" {
+			p("  result: interrupted: running batches were not committed; the next run on the data directory processes them")
+		} else {
+			p("  result: interrupted: running batches were not committed, and in memory what was not delivered is lost")
+		}
 	case ExitQuarantined:
 		p("  result: partitions quarantined (above): their inputs went to the dead-letter route")
 	default:

@@ -270,7 +270,7 @@ func (r *Runtime) Registry() prometheus.Gatherer { return r.opts.gatherer }
 // ErrInterrupted is returned by [Runtime.Run] when the stop's grace
 // period (see [WithStopGrace]) ran out before everything accepted was
 // delivered.
-var ErrInterrupted = errors.New("the stop's grace period ran out: running batches were interrupted and not committed; what was accepted and not delivered is processed by the next run on the same data directory")
+var ErrInterrupted = errors.New("the stop's grace period ran out: running batches were interrupted and not committed (with a store, the next run on it processes what was accepted and not delivered)")
 
 // Run runs the pipeline until every source has ended and everything derived
 // from them has reached the sinks, or until ctx is cancelled. On
