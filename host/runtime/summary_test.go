@@ -168,3 +168,50 @@ func TestStopGraceInterruptsARunningBatchWithoutCommittingIt(t *testing.T) {
 	require.Empty(t, dead.String())
 	require.False(t, rt.Summary().Interrupted)
 }
+
+// TestSummaryCountsTheTimersLeftPending sets a timer far past the input's
+// event time and stops the run: the timer does not fire, and the summary
+// says it is pending.
+func TestSummaryCountsTheTimersLeftPending(t *testing.T) {
+	const p = `
+name: later
+sources:
+  - {name: in, type: generator, stream: events, generator: {count: 1}}
+computations:
+  - name: remind
+    plugin: remind
+    group_by: [n]
+    input_streams: [events]
+    output_streams: [out]
+sinks:
+  - {name: sink, type: stdout, streams: [out]}
+`
+	remind := compute.Func(func(ctx context.Context, req *abi.Request) (*abi.Response, error) {
+		resp, err := identity(ctx, req)
+		for i, k := range req.Keys {
+			for _, m := range k.Messages {
+				resp.Keys[i].TimersSet = append(resp.Keys[i].TimersSet, abi.Timer{TriggerTimestamp: m.EventTimestamp + int64(time.Hour)})
+			}
+		}
+		return resp, err
+	})
+	sink := &captureSink{}
+	rt, err := runtime.New(mustSpec(t, p), map[string]compute.Factory{"remind": compute.Native(remind)},
+		runtime.WithSource("in", gatedSource{release: make(chan struct{})}), runtime.WithSink("sink", sink))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- rt.Run(ctx) }()
+	require.Eventually(t, func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return len(sink.records) == 1
+	}, 30*time.Second, time.Millisecond, "the first record's batch was processed")
+	cancel()
+	require.NoError(t, <-ran)
+	s := rt.Summary()
+	require.Equal(t, 1, s.Computations[0].PendingTimers)
+	require.Equal(t, int64(1), s.Sources[0].Records)
+	require.Equal(t, int64(1), s.Sinks[0].Records)
+}
