@@ -252,23 +252,25 @@ func loopRunArgs(t *testing.T, specPath, dataDir string, more ...string) []strin
 }
 
 // TestCLIRunSummary checks the summary every run prints: records in per
-// source, out per sink, per computation, and the data directory, on
-// stderr and as JSON.
+// source (and the one line it could not read), out per sink, per
+// computation, and the data directory, on stderr and as JSON.
 func TestCLIRunSummary(t *testing.T) {
 	t.Parallel()
 	dir := copyPipelines(t)
+	ordersPath := filepath.Join(dir, "data", "orders.jsonl")
+	data, err := os.ReadFile(ordersPath)
+	require.NoError(t, err)
+	orders := len(lines(string(data)))
+	require.NoError(t, os.WriteFile(ordersPath, append(data, "not a record\n"...), 0o644))
 	dataDir := t.TempDir()
 	summaryPath := filepath.Join(t.TempDir(), "summary.json")
 	stdout, stderr, err := flowhostRun(t, "run", "-f", filepath.Join(dir, "enrich.yaml"), "--plugins", env.plugins,
 		"--metrics-addr", "", "--cache-dir", env.cache, "--data-dir", dataDir, "--summary-json", summaryPath)
 	require.NoError(t, err, "stderr:\n%s", stderr)
-	data, err := os.ReadFile(filepath.Join(dir, "data", "orders.jsonl"))
-	require.NoError(t, err)
-	orders := len(lines(string(data)))
 	delivered := len(readTextLines(t, []byte(stdout)))
 	require.Equal(t, orders, delivered)
 
-	require.Contains(t, stderr, fmt.Sprintf("source orders-in (stream orders): %d records in, no dead letters", orders))
+	require.Contains(t, stderr, fmt.Sprintf("source orders-in (stream orders): %d records in, 1 dead letter (most common cause, 1 of them: ", orders))
 	require.Contains(t, stderr, fmt.Sprintf("computation enrich: %d messages in, %d out, no dead letters, 0 timers pending", orders, delivered))
 	require.Contains(t, stderr, fmt.Sprintf("sink console: %d records out", delivered))
 	require.Contains(t, stderr, "data directory: "+dataDir)
@@ -280,6 +282,9 @@ func TestCLIRunSummary(t *testing.T) {
 	require.Equal(t, host.ExitOK, s.ExitCode)
 	require.Len(t, s.Sources, 1)
 	require.Equal(t, int64(orders), s.Sources[0].Records)
+	require.Equal(t, int64(1), s.Sources[0].DeadLetters)
+	require.NotNil(t, s.Sources[0].TopCause)
+	require.Equal(t, int64(1), s.Sources[0].TopCause.Count)
 	require.Len(t, s.Computations, 1)
 	require.Equal(t, int64(orders), s.Computations[0].MessagesIn)
 	require.Equal(t, int64(delivered), s.Computations[0].MessagesOut)

@@ -136,6 +136,9 @@ func deadLettersText(n int64, top *runtime.DeadLetterCause) string {
 		return ", no dead letters"
 	}
 	text := fmt.Sprintf(", %d dead letters", n)
+	if n == 1 {
+		text = ", 1 dead letter"
+	}
 	if top != nil {
 		text += fmt.Sprintf(" (most common cause, %d of them: %s)", top.Count, top.Error)
 	}
