@@ -5,7 +5,6 @@ package examples_test
 // plugins, and SIGTERM and SIGINT against a guest in an infinite loop.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -422,19 +421,24 @@ func TestCLIRunSecondSignalExitsAtOnce(t *testing.T) {
 	}
 }
 
-// TestCLIRunRefusesNonPositiveLimits checks the new duration flags'
-// errors.
-func TestCLIRunRefusesNonPositiveLimits(t *testing.T) {
+// TestCLIRunLimitFlags checks the new duration flags: their errors, and
+// --cpu-per-batch 0, which turns the operator's CPU limit off.
+func TestCLIRunLimitFlags(t *testing.T) {
 	t.Parallel()
 	specPath := loopPipeline(t, 1, "{retries: 0}")
-	for _, flag := range []string{"--cpu-per-batch", "--stop-grace"} {
-		_, stderr, err := flowhostRun(t, loopRunArgs(t, specPath, t.TempDir(), "--metrics-addr", "", flag, "0s")...)
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--cpu-per-batch", "-1s", "--cpu-per-batch takes a duration such as 5s, or 0 for no limit; got -1s"},
+		{"--stop-grace", "0s", "--stop-grace takes a duration above 0, such as 10s; got 0s"},
+	} {
+		_, stderr, err := flowhostRun(t, loopRunArgs(t, specPath, t.TempDir(), "--metrics-addr", "", tc.flag, tc.value)...)
 		require.Equal(t, host.ExitFailed, exitCode(t, err))
-		sc := bufio.NewScanner(strings.NewReader(stderr))
-		last := ""
-		for sc.Scan() {
-			last = sc.Text()
-		}
-		require.Contains(t, last, "take a duration above 0", flag)
+		require.Contains(t, stderr, "flowhost: "+tc.want)
 	}
+
+	dir := copyPipelines(t)
+	_, stderr, err := flowhostRun(t, "run", "-f", filepath.Join(dir, "enrich.yaml"), "--plugins", env.plugins,
+		"--metrics-addr", "", "--cache-dir", env.cache, "--data-dir", t.TempDir(), "--cpu-per-batch", "0")
+	require.NoError(t, err, "stderr:\n%s", stderr)
+	require.Contains(t, stderr, "the operator's plugins have no CPU limit per batch")
+	require.Contains(t, stderr, "batch_timeout=0s")
 }

@@ -72,7 +72,9 @@ The guest of an operator's plugin (a computation without a tenant) may
 run at most --cpu-per-batch on one batch, a tenant's its
 quotas.cpu_per_batch; past it the batch fails and goes by the
 computation's on_failure. A manifest's limits.batch_timeout may ask for
-less.
+less. --cpu-per-batch 0 sets no limit: guests are then not interruptible,
+about 3x faster on wazero, but one in an infinite loop holds its partition
+and a stop until a second signal.
 
 The run is exactly-once: records, the queues between computations, state,
 timers and positions are committed to the data directory (--data-dir, by
@@ -128,8 +130,14 @@ nothing.`,
 			if workers > 0 {
 				cfg.Options = append(cfg.Options, runtime.WithWorkers(workers))
 			}
-			if cfg.CPUPerBatch <= 0 || cfg.StopGrace <= 0 {
-				return fmt.Errorf("--cpu-per-batch and --stop-grace take a duration above 0 (such as 5s); got %v and %v", cfg.CPUPerBatch, cfg.StopGrace)
+			if cfg.CPUPerBatch < 0 {
+				return fmt.Errorf("--cpu-per-batch takes a duration such as 5s, or 0 for no limit; got %v", cfg.CPUPerBatch)
+			}
+			if cfg.StopGrace <= 0 {
+				return fmt.Errorf("--stop-grace takes a duration above 0, such as 10s; got %v", cfg.StopGrace)
+			}
+			if cfg.CPUPerBatch == 0 {
+				cfg.CPUPerBatch = -1 // host.RunConfig's "none"; its 0 is the default
 			}
 			cfg.Summary = os.Stderr
 			err := host.Run(ctx, cfg)
@@ -150,7 +158,7 @@ nothing.`,
 	f.StringArrayVar(&from, "from", nil, "reprocess a source from a position: SOURCE=OFFSET, SOURCE=RFC3339-TIME, or a position for every source (repeatable)")
 	f.BoolVar(&cfg.Reload, "reload", true, "reload a plugin whose manifest gets a new checksum while the pipeline runs (--reload=false: never)")
 	f.IntVar(&workers, "workers", 0, "batches running at once, shared between tenants by weight (default: the number of cores)")
-	f.DurationVar(&cfg.CPUPerBatch, "cpu-per-batch", host.DefaultCPUPerBatch, "time the guest of an operator's plugin may run on one batch before the batch fails (a manifest's limits.batch_timeout may ask for less)")
+	f.DurationVar(&cfg.CPUPerBatch, "cpu-per-batch", host.DefaultCPUPerBatch, "time the guest of an operator's plugin may run on one batch before the batch fails (a manifest's limits.batch_timeout may ask for less); 0: no limit, faster on wazero, but a looping guest then holds a stop until a second signal")
 	f.DurationVar(&cfg.StopGrace, "stop-grace", host.DefaultStopGrace, "after SIGINT or SIGTERM, how long to deliver what was accepted before interrupting the running batches (exit status 4)")
 	f.StringVar(&cfg.SummaryJSON, "summary-json", "", "also write the run's summary to this file as JSON")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
