@@ -469,12 +469,12 @@ func defaultOptions() options {
 
 // WithStopGrace sets how long [Runtime.Run], once its context is
 // cancelled, goes on processing and delivering what the sources had
-// accepted. When it runs out, the running
-// guest calls are interrupted (a WebAssembly guest stops at its next loop
+// accepted. When it runs out, the context of the running guest calls is
+// cancelled (an interruptible WebAssembly guest stops at its next loop
 // head or function entry, even in an infinite loop; a native Go
-// computation only when it returns), nothing more commits, and Run
-// returns ErrInterrupted. Without it, or with a negative d, Run waits as
-// long as delivering takes.
+// computation when it honours its context or returns), nothing more
+// commits, and Run returns ErrInterrupted. Without it, or with a negative
+// d, Run waits as long as delivering takes.
 func WithStopGrace(d time.Duration) Option { return func(o *options) { o.stopGrace = d } }
 
 // WithLogger sets the logger; the default is slog.Default().
