@@ -197,7 +197,8 @@ sinks:
 	})
 	sink := &captureSink{}
 	rt, err := runtime.New(mustSpec(t, p), map[string]compute.Factory{"remind": compute.Native(remind)},
-		runtime.WithSource("in", gatedSource{release: make(chan struct{})}), runtime.WithSink("sink", sink))
+		runtime.WithSource("in", gatedSource{release: make(chan struct{})}), runtime.WithSink("sink", sink),
+		runtime.WithDeadLetter(&bytes.Buffer{}))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
