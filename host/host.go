@@ -91,30 +91,82 @@ type RunConfig struct {
 	// InsecureListen lets HTTP sources and sinks without tls listen on
 	// addresses that are not loopback (see runtime.WithInsecureListen).
 	InsecureListen bool
+	// CPUPerBatch caps the time a guest of the operator's plugins (those
+	// of computations without a tenant) may run on one batch; past it the
+	// guest is interrupted and the batch fails, as a tenant's
+	// quotas.cpu_per_batch does for the tenant's. A manifest's
+	// limits.batch_timeout may ask for less, never for more. 0 means
+	// DefaultCPUPerBatch. Negative sets none but the manifest's: its
+	// guests are then not interruptible, which is about 3x faster on
+	// wazero, but a guest in an infinite loop holds its partition, and
+	// the stop of the run, until a second signal.
+	CPUPerBatch time.Duration
+	// StopGrace is how long the run, once ctx is cancelled, goes on
+	// delivering what was accepted before it interrupts the running
+	// guest calls and returns runtime.ErrInterrupted (nothing half-done
+	// commits). 0 means DefaultStopGrace; negative waits as long as
+	// delivering takes.
+	StopGrace time.Duration
+	// Summary, if set, receives the human-readable summary of the run
+	// when it ends (see RunSummary).
+	Summary io.Writer
+	// SummaryJSON, if set, is a file the run's RunSummary is written to
+	// as JSON when the run ends.
+	SummaryJSON string
 }
 
+// DefaultCPUPerBatch is the CPU limit per batch of the operator's plugins
+// when RunConfig.CPUPerBatch does not set one: the same as a tenant's
+// default quotas.cpu_per_batch.
+const DefaultCPUPerBatch = spec.DefaultTenantCPUPerBatch
+
+// DefaultStopGrace is how long a run, once cancelled, goes on delivering
+// what was accepted before it interrupts the running guest calls, when
+// RunConfig.StopGrace does not say.
+const DefaultStopGrace = 10 * time.Second
+
 // Run runs the pipeline of cfg until its sources end or ctx is cancelled
-// (then it drains what was accepted; see runtime.Runtime.Run).
+// (then it drains what was accepted, for at most the stop's grace period;
+// see runtime.Runtime.Run), and reports a RunSummary as cfg asks. It
+// returns the run's fatal error, runtime.ErrInterrupted when the stop's
+// grace period ran out, or else an error wrapping ErrQuarantined when a
+// partition was quarantined; ExitCode maps these to exit statuses.
 func Run(ctx context.Context, cfg RunConfig) error {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
+	summary, err := run(ctx, &cfg)
+	if summary == nil { // it did not start: nothing to summarise
+		return err
+	}
+	// Reported once everything of the run is closed, so that it is the
+	// last thing the run prints.
+	err = summary.finish(err)
+	if rerr := summary.report(&cfg); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	return err
+}
+
+// run is Run without the report; its summary is nil when the pipeline
+// did not start.
+func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
+	log := cfg.Logger
 	pipe, err := spec.ParseFile(cfg.SpecPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	catalog, err := plugins.Discover(cfg.PluginDirs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cacheDir, err := compilationCacheDir(cfg.CacheDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	loaded, err := LoadComputations(ctx, pipe, catalog, cacheDir, log)
+	loaded, err := LoadComputations(ctx, pipe, catalog, cacheDir, cfg.CPUPerBatch, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer loaded.Close(context.WithoutCancel(ctx))
 
@@ -124,7 +176,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	if cfg.TracePath != "" {
 		f, err := os.Create(cfg.TracePath)
 		if err != nil {
-			return fmt.Errorf("trace: %w", err)
+			return nil, fmt.Errorf("trace: %w", err)
 		}
 		defer f.Close()
 		opts = append(opts, runtime.WithTrace(f))
@@ -138,39 +190,46 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		defer rep.Close()
 		opts = append(opts, runtime.WithProgress(fileProgress(rep)))
 	}
+	summary := &RunSummary{}
 	if !cfg.InMemory {
 		st, err := OpenStore(pipe, cfg.DataDir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer st.Close()
 		log.Info("exactly-once: committing to the data directory", "dir", st.Dir())
+		summary.DataDir = st.Dir()
 		opts = append(opts, runtime.WithStore(st))
 		if len(cfg.Replay) > 0 {
 			opts = append(opts, runtime.WithReplay(cfg.Replay))
 		}
 	} else if len(cfg.Replay) > 0 {
-		return errors.New("--from replays records kept in the data directory; it cannot run in memory")
+		return nil, errors.New("--from replays records kept in the data directory; it cannot run in memory")
 	}
 	if cfg.InsecureListen {
 		opts = append(opts, runtime.WithInsecureListen())
 	}
+	stopGrace := cfg.StopGrace
+	if stopGrace == 0 {
+		stopGrace = DefaultStopGrace
+	}
+	opts = append(opts, runtime.WithStopGrace(stopGrace))
 	opts = append(opts, cfg.Options...)
 	rt, err := runtime.New(pipe, loaded.Factories, opts...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.MetricsAddr != "" {
 		stop, err := serveMetrics(cfg.MetricsAddr, cfg.MetricsFallback, reg, rt.Status, log, cfg.OnMetricsListen)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer stop()
 	}
 	if cfg.Reload {
 		stop, err := loaded.watchPlugins(ctx, rt, cfg.OnReload)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer stop()
 	}
@@ -178,7 +237,8 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	log.Info("pipeline running", "pipeline", pipe.Name, "spec", cfg.SpecPath, "computations", len(pipe.Computations))
 	err = rt.Run(ctx)
 	log.Info("pipeline stopped", "pipeline", pipe.Name, "elapsed", time.Since(start).Round(time.Millisecond), "err", err)
-	return err
+	summary.Summary, summary.ElapsedNanos = rt.Summary(), int64(time.Since(start))
+	return summary, err
 }
 
 // OpenStore opens the data directory of pipe: dir, or the default one for
@@ -239,6 +299,9 @@ type Loaded struct {
 	cacheDir   string
 	log        *slog.Logger
 	pipe       *spec.Pipeline
+	// cpuPerBatch is the operator's plugins' CPU limit per batch; 0:
+	// none but their manifests'.
+	cpuPerBatch time.Duration
 
 	mu      sync.Mutex
 	engines []engine.Engine
@@ -281,10 +344,19 @@ func (l *Loaded) drop(ctx context.Context, e engine.Engine) {
 // policy; an error there refuses that computation only (logged, and its
 // inputs go to its dead-letter route), so that one tenant's bad plugin
 // does not stop the others. Each error names the computation, the tenant,
-// the plugin and the file.
-func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins.Catalog, cacheDir string, log *slog.Logger) (*Loaded, error) {
+// the plugin and the file. cpuPerBatch is the operator's plugins' CPU
+// limit per batch (0: DefaultCPUPerBatch, negative: none; see
+// RunConfig.CPUPerBatch).
+func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins.Catalog, cacheDir string, cpuPerBatch time.Duration, log *slog.Logger) (*Loaded, error) {
+	switch {
+	case cpuPerBatch == 0:
+		cpuPerBatch = DefaultCPUPerBatch
+	case cpuPerBatch < 0:
+		cpuPerBatch = 0
+		log.Warn("the operator's plugins have no CPU limit per batch but their manifest's limits.batch_timeout: a guest in an infinite loop holds its partition, and the stop of the run, until a second signal")
+	}
 	l := &Loaded{Factories: map[string]compute.Factory{}, Origins: map[string]*plugins.Plugin{}, specParams: map[string]map[string]any{},
-		cacheDir: cacheDir, log: log, pipe: pipe}
+		cacheDir: cacheDir, log: log, pipe: pipe, cpuPerBatch: cpuPerBatch}
 	catalogs := map[string]*plugins.Catalog{"": catalog}
 	for i := range pipe.Tenants {
 		t := &pipe.Tenants[i]
@@ -343,9 +415,9 @@ func LoadComputations(ctx context.Context, pipe *spec.Pipeline, catalog *plugins
 }
 
 // compile reads, verifies and compiles one plugin under tenant's quotas
-// and policy (nil: the operator's, the manifest's limits only). Each
-// plugin gets its own engine, because limits and capabilities are
-// engine-wide.
+// and policy (nil: the operator's, whose only quota is the CPU limit per
+// batch). Each plugin gets its own engine, because limits and
+// capabilities are engine-wide.
 func (l *Loaded) compile(ctx context.Context, p *plugins.Plugin, tenant *spec.Tenant) (*compute.WASM, engine.Engine, error) {
 	lim := p.Manifest.Limits
 	engineName := p.Manifest.Engine
@@ -361,6 +433,8 @@ func (l *Loaded) compile(ctx context.Context, p *plugins.Plugin, tenant *spec.Te
 		if err := checkPolicy(p, tenant); err != nil {
 			return nil, nil, err
 		}
+	} else {
+		lim.BatchTimeout = tighter(lim.BatchTimeout, l.cpuPerBatch)
 	}
 	wasm, err := p.ReadWasm()
 	if err != nil {
@@ -377,8 +451,10 @@ func (l *Loaded) compile(ctx context.Context, p *plugins.Plugin, tenant *spec.Te
 	if err := engine.CheckABI(p.Manifest.Name, info, caps); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", p.WasmPath, err)
 	}
-	// Only a plugin with a batch timeout needs interruptible guests, and
-	// they cost up to 6x on loop-heavy code (engine.Config.WithInterruptible).
+	// A batch timeout needs interruptible guests, which cost up to 6x on
+	// loop-heavy wazero code (engine.Config.WithInterruptible). Every
+	// plugin of a run has one: a guest in an infinite loop must not hold
+	// a batch, or a stop, for ever.
 	cfg := engine.NewConfig().WithCompilationCacheDir(l.cacheDir).WithLogger(l.log).WithCapabilities(caps).
 		WithInterruptible(lim.BatchTimeout > 0)
 	if lim.MemoryPages > 0 {

@@ -512,7 +512,10 @@ func TestHostilePluginsBesideAGoodOne(t *testing.T) {
 					alone := runHostilePipeline(t, goodDir, "", input, "", "")
 					require.NoError(t, alone.err)
 					r = runHostilePipeline(t, goodDir, badDir, input, plugin, c.tenant)
-					require.NoError(t, r.err, "the host stays up and runs the good tenant")
+					// The hostile tenant's partition may end quarantined, which
+					// the run reports (ErrQuarantined); nothing else fails.
+					require.Contains(t, []int{host.ExitOK, host.ExitQuarantined}, host.ExitCode(r.err),
+						"the host stays up and runs the good tenant: %v", r.err)
 					require.NotZero(t, r.loaded, "host.Run logged %q", runningMessage)
 					ratio := alone.processing().Seconds() / r.processing().Seconds()
 					best = max(best, ratio)

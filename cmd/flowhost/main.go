@@ -29,7 +29,7 @@ func main() {
 	if err := newRoot().Execute(); err != nil {
 		// A spec error is shown with its lines of the spec and a caret.
 		fmt.Fprintln(os.Stderr, "flowhost:", spec.FormatError(err, progress.IsTerminal(os.Stderr)))
-		os.Exit(1)
+		os.Exit(host.ExitCode(err))
 	}
 }
 
@@ -55,7 +55,28 @@ func newRun() *cobra.Command {
 		Long: `Run reads the pipeline spec, loads and checks every plugin it names from the
 plugin directories, and runs the pipeline. File sources end the run when they
 are read; otherwise it runs until SIGINT or SIGTERM, then stops taking input
-and delivers everything already accepted before exiting.
+and delivers everything already accepted before exiting. If that takes
+longer than --stop-grace (a guest in an infinite loop, say), the running
+batches are interrupted and not committed (the next run on the data
+directory processes them again) and it exits with status 4. A second
+signal exits at once with status 128+signal (130 for SIGINT, 143 for
+SIGTERM), like a kill: nothing half-done is committed either.
+
+Every run that started ends with a summary on stderr (--summary-json
+writes it as JSON too): records in and out per source, computation and sink, dead letters
+per computation with the most common cause, quarantined partitions, timers
+left pending and the data directory. Exit status: 0 when everything
+accepted was delivered, 1 on an error (a source, sink or computation that
+failed), 3 when a partition was quarantined, 4 when the stop was
+interrupted.
+
+The guest of an operator's plugin (a computation without a tenant) may
+run at most --cpu-per-batch on one batch, a tenant's its
+quotas.cpu_per_batch; past it the batch fails and goes by the
+computation's on_failure. A manifest's limits.batch_timeout may ask for
+less. --cpu-per-batch 0 sets no limit: guests are then not interruptible,
+about 3x faster on wazero, but one in an infinite loop holds its partition
+and a stop until a second signal.
 
 The run is exactly-once: records, the queues between computations, state,
 timers and positions are committed to the data directory (--data-dir, by
@@ -75,17 +96,30 @@ nothing.`,
 			// The default metrics port may be another pipeline's: then a
 			// free one is used; an address the user chose is kept or fails.
 			cfg.MetricsFallback = !cmd.Flags().Changed("metrics-addr")
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := context.WithCancel(cmd.Context())
 			defer stop()
+			signals := make(chan os.Signal, 2)
+			signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(signals)
 			finished := make(chan struct{})
 			defer close(finished)
 			go func() {
-				// The first signal drains; restoring the default handling
-				// lets a second one end the process at once.
+				// The first signal drains, for at most the stop's grace
+				// period; a second one exits at once, as a kill would:
+				// nothing half-done is committed, and the next run
+				// resumes from the last commits.
 				select {
-				case <-ctx.Done():
+				case sig := <-signals:
 					stop()
-					cfg.Logger.Info("stopping: delivering what was accepted (interrupt again to quit at once)")
+					cfg.Logger.Info("stopping: delivering what was accepted (interrupt again to quit at once)",
+						"signal", sig.String(), "stop_grace", cfg.StopGrace)
+				case <-finished:
+					return
+				}
+				select {
+				case sig := <-signals:
+					fmt.Fprintf(os.Stderr, "flowhost: %s again: exiting at once\n", sig)
+					os.Exit(128 + int(sig.(syscall.Signal)))
 				case <-finished:
 				}
 			}()
@@ -101,8 +135,18 @@ nothing.`,
 			if workers > 0 {
 				cfg.Options = append(cfg.Options, runtime.WithWorkers(workers))
 			}
+			if cfg.CPUPerBatch < 0 {
+				return fmt.Errorf("--cpu-per-batch takes a duration such as 5s, or 0 for no limit; got %v", cfg.CPUPerBatch)
+			}
+			if cfg.StopGrace <= 0 {
+				return fmt.Errorf("--stop-grace takes a duration above 0, such as 10s; got %v", cfg.StopGrace)
+			}
+			if cfg.CPUPerBatch == 0 {
+				cfg.CPUPerBatch = -1 // host.RunConfig's "none"; its 0 is the default
+			}
+			cfg.Summary = os.Stderr
 			err := host.Run(ctx, cfg)
-			if errors.Is(err, context.Canceled) {
+			if host.ExitCode(err) == host.ExitOK {
 				return nil
 			}
 			return err
@@ -120,6 +164,9 @@ nothing.`,
 	f.BoolVar(&cfg.Reload, "reload", true, "reload a plugin whose manifest gets a new checksum while the pipeline runs (--reload=false: never)")
 	f.IntVar(&workers, "workers", 0, "batches running at once, shared between tenants by weight (default: the number of cores)")
 	f.BoolVar(&cfg.InsecureListen, "insecure-listen", false, "let HTTP sources and sinks without tls listen on addresses that are not loopback (plain HTTP from the network)")
+	f.DurationVar(&cfg.CPUPerBatch, "cpu-per-batch", host.DefaultCPUPerBatch, "time the guest of an operator's plugin may run on one batch before the batch fails (a manifest's limits.batch_timeout may ask for less); 0: no limit, faster on wazero, but a looping guest then holds a stop until a second signal")
+	f.DurationVar(&cfg.StopGrace, "stop-grace", host.DefaultStopGrace, "after SIGINT or SIGTERM, how long to deliver what was accepted before interrupting the running batches (exit status 4)")
+	f.StringVar(&cfg.SummaryJSON, "summary-json", "", "also write the run's summary to this file as JSON")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")

@@ -84,6 +84,11 @@ func (i *wasmInstance) Process(ctx context.Context, req *abi.Request) (*abi.Resp
 	defer cancel()
 	out, err := i.inst.Process(cctx, i.buf.Bytes())
 	if err != nil {
+		if errors.Is(err, engine.ErrDeadline) && i.w.BatchTimeout > 0 {
+			// Say which limit it ran past: the operator's --cpu-per-batch,
+			// a tenant's quota or the manifest's batch_timeout.
+			return nil, fmt.Errorf("%w (the CPU limit per batch is %v)", err, i.w.BatchTimeout)
+		}
 		return nil, err
 	}
 	// DecodeResponse copies what it keeps, so the view of guest memory

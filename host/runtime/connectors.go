@@ -31,6 +31,7 @@ type deadLetters struct {
 	dl     *connect.DeadLetter
 	closer func() error
 	rt     *Runtime
+	causes deadLetterCauses
 }
 
 func (r *Runtime) openDeadLetters() (*deadLetters, error) {
@@ -55,8 +56,10 @@ func (r *Runtime) openDeadLetters() (*deadLetters, error) {
 	return d, nil
 }
 
-func (d *deadLetters) reject(stage, origin string, err error, record []byte) error {
-	d.rt.metrics.deadLetters.WithLabelValues(stage).Inc()
+// reject writes one record node refused (a computation, or a source whose
+// connector could not read it) to the pipeline's dead-letter sink.
+func (d *deadLetters) reject(node, stage, origin string, err error, record []byte) error {
+	d.count(node, stage, err)
 	d.rt.log.Warn("record sent to the dead-letter sink", "stage", stage, "origin", origin, "err", err)
 	if werr := d.dl.Reject(connect.Rejection{Origin: origin, Stage: stage, Err: err, Record: record}); werr != nil {
 		return fmt.Errorf("dead-letter sink failed (the run stops rather than lose records): %w", werr)
@@ -64,9 +67,20 @@ func (d *deadLetters) reject(stage, origin string, err error, record []byte) err
 	return nil
 }
 
-// connectReject adapts the dead letter for connectors' bad input.
-func (d *deadLetters) connectReject(rj connect.Rejection) error {
-	return d.reject(rj.Stage, rj.Origin, rj.Err, rj.Record)
+// count records one dead letter of node, whichever route it takes (the
+// dead-letter sink or a dead_letter.stream): the one place that counts
+// them, for flowhost_dead_letters_total and the run's Summary.
+func (d *deadLetters) count(node, stage string, err error) {
+	d.rt.metrics.deadLetters.WithLabelValues(stage, node).Inc()
+	d.causes.add(node, err)
+}
+
+// connectReject adapts the dead letter for the bad input of source's
+// connector.
+func (d *deadLetters) connectReject(source string) func(connect.Rejection) error {
+	return func(rj connect.Rejection) error {
+		return d.reject(source, rj.Stage, rj.Origin, rj.Err, rj.Record)
+	}
 }
 
 func (d *deadLetters) close() error { return d.closer() }
@@ -102,9 +116,9 @@ func (p *partition) deadLetterKey(ctx context.Context, ep *epoch, kb *ordering.K
 func (c *computation) deadLetter(ctx context.Context, snd *sender, ds []delivery, stage, origin string, err error, record []byte, parent ordering.MessageID, parentTime ordering.Timestamps) ([]delivery, error) {
 	r := c.rt
 	if c.spec.DeadLetter == nil {
-		return ds, r.dead.reject(stage, origin, err, record)
+		return ds, r.dead.reject(c.spec.Name, stage, origin, err, record)
 	}
-	r.metrics.deadLetters.WithLabelValues(stage).Inc()
+	r.dead.count(c.spec.Name, stage, err)
 	var buf bytes.Buffer
 	if werr := connect.NewDeadLetter(&buf).Reject(connect.Rejection{Origin: origin, Stage: stage, Err: err, Record: record}); werr != nil {
 		return ds, werr
@@ -130,7 +144,7 @@ func (r *Runtime) stdout() io.Writer {
 // openSource builds the connector a spec source names, continuing after
 // resume (a position a record carried; nil: from the start).
 func (r *Runtime) openSource(ss *spec.Source, resume []byte) (Source, error) {
-	reject := r.dead.connectReject
+	reject := r.dead.connectReject(ss.Name)
 	switch ss.Type {
 	case spec.SourceFile:
 		return connect.NewFileSource(connect.FileSourceConfig{

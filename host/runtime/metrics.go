@@ -80,8 +80,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"computation", "cause"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flowhost_dead_letters_total",
-			Help: "Records sent to the dead-letter sink, by stage.",
-		}, []string{"stage"}),
+			Help: "Records sent to the dead-letter route, by stage and by the node that refused them: the computation, or the source whose connector could not read them.",
+		}, []string{"stage", "node"}),
 		sourceRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flowhost_source_records_total",
 			Help: "Records accepted by a source.",

@@ -84,10 +84,12 @@ type Runtime struct {
 	gates []*sourceGate // keep the source streams in step, per part of the graph
 	sched *scheduler    // shares the workers between tenants
 	// ingest paces each tenant's sources to its quotas.ingest_rate.
-	ingest  map[string]*rate.Limiter
-	failed  chan error // first fatal error stops the run
-	failMu  sync.Mutex
-	failErr error
+	ingest map[string]*rate.Limiter
+	failed chan error // first fatal error stops the run
+	// interrupted is set when a stop's grace period ran out (Run).
+	interrupted atomic.Bool
+	failMu      sync.Mutex
+	failErr     error
 	// retryWait waits between the attempts of a failed batch (waitRetry;
 	// tests replace it).
 	retryWait func(ctx context.Context, d time.Duration) error
@@ -273,17 +275,35 @@ func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option)
 // Registry returns the Prometheus gatherer holding the runtime's metrics.
 func (r *Runtime) Registry() prometheus.Gatherer { return r.opts.gatherer }
 
+// ErrInterrupted is returned by [Runtime.Run] when the stop's grace
+// period (see [WithStopGrace]) ran out before everything accepted was
+// delivered.
+var ErrInterrupted = errors.New("the stop's grace period ran out: running batches were interrupted and not committed (with a store, the next run on it processes what was accepted and not delivered)")
+
 // Run runs the pipeline until every source has ended and everything derived
 // from them has reached the sinks, or until ctx is cancelled. On
 // cancellation the sources stop taking input, and everything they had
 // accepted is still processed and delivered before Run returns; timers that
-// are not yet due stay pending and are not fired. Run returns the first
-// fatal error: a source, sink or computation that cannot continue.
+// are not yet due stay pending and are not fired. If that takes longer
+// than the stop's grace period ([WithStopGrace]), the running guest calls
+// are interrupted, nothing more is committed (an interrupted batch is
+// simply not committed, and runs again in the next run on the store) and
+// Run returns [ErrInterrupted]. Otherwise Run returns the first fatal
+// error: a source, sink or computation that cannot continue.
 func (r *Runtime) Run(ctx context.Context) error {
-	// work outlives ctx: it is cancelled only on a fatal error, so that an
-	// interrupt drains what was accepted instead of dropping it.
+	// work outlives ctx: it is cancelled on a fatal error, or when the
+	// stop's grace period has run out, so that an interrupt drains what
+	// was accepted instead of dropping it.
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
+	stopGrace := r.afterStopGrace(ctx, func() {
+		r.interrupted.Store(true)
+		r.log.Warn("stopping: the grace period ran out; interrupting the running batches, which are not committed and run again on the next start",
+			"stop_grace", r.opts.stopGrace)
+		stopWork()
+		r.unblockAll()
+	})
+	defer stopGrace()
 
 	for _, c := range r.comps {
 		if err := c.start(work); err != nil {
@@ -327,6 +347,13 @@ func (r *Runtime) Run(ctx context.Context) error {
 		r.unblockAll()
 		<-done
 	}
+	stopGrace()
+	if r.interrupted.Load() {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			r.log.Debug("after the stop's grace period ran out", "err", err)
+		}
+		err = ErrInterrupted
+	}
 	r.closeAll(work)
 	if r.opts.store != nil && err == nil {
 		// A last retention pass, so that a finished run leaves no more
@@ -344,6 +371,33 @@ func (r *Runtime) Run(ctx context.Context) error {
 		err = cerr
 	}
 	return err
+}
+
+// afterStopGrace calls interrupt once the stop's grace period has passed
+// after ctx is done, unless the returned function was called first.
+func (r *Runtime) afterStopGrace(ctx context.Context, interrupt func()) (stop func()) {
+	if r.opts.stopGrace < 0 {
+		return func() {}
+	}
+	var mu sync.Mutex
+	var timer *time.Timer
+	stopped := false
+	stopAfter := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			timer = time.AfterFunc(r.opts.stopGrace, interrupt)
+		}
+	})
+	return func() {
+		stopAfter()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if timer != nil {
+			timer.Stop()
+		}
+	}
 }
 
 // fail records the first fatal error; later ones are logged.
@@ -408,6 +462,7 @@ type options struct {
 	// insecureListen lets HTTP endpoints serve plain HTTP on addresses
 	// that are not loopback (WithInsecureListen).
 	insecureListen bool
+	stopGrace      time.Duration
 }
 
 func defaultOptions() options {
@@ -420,8 +475,19 @@ func defaultOptions() options {
 		workers:   defaultWorkers(),
 		state:     NewMemoryStore(),
 		sourceCap: DefaultSourceQueueBytes,
+		stopGrace: -1,
 	}
 }
+
+// WithStopGrace sets how long [Runtime.Run], once its context is
+// cancelled, goes on processing and delivering what the sources had
+// accepted. When it runs out, the context of the running guest calls is
+// cancelled (an interruptible WebAssembly guest stops at its next loop
+// head or function entry, even in an infinite loop; a native Go
+// computation when it honours its context or returns), nothing more
+// commits, and Run returns ErrInterrupted. Without it, or with a negative
+// d, Run waits as long as delivering takes.
+func WithStopGrace(d time.Duration) Option { return func(o *options) { o.stopGrace = d } }
 
 // WithLogger sets the logger; the default is slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
