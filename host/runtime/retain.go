@@ -66,7 +66,9 @@ func (rp Replay) offset(st *store.Store, stream string, part int, end uint64) (u
 }
 
 // retain deletes, every retention interval until ctx ends, the source
-// records every reader has and that are older than retention.sources, and
+// records every reader has and that were ingested longer than
+// retention.sources ago (by the wall clock, whatever their
+// WriteTimestamps), and
 // the HTTP sink log records beyond retention.sink_log_records, so the
 // store does not grow without bound.
 func (r *Runtime) retain(ctx context.Context) error {
@@ -115,7 +117,7 @@ func (r *Runtime) retainOnce(pol spec.Retention) error {
 			if err != nil {
 				return err
 			}
-			upTo, err := st.SourceOffsetAt(name, part, cutoff)
+			upTo, err := st.SourceOffsetIngestedAt(name, part, cutoff)
 			if err != nil {
 				return err
 			}

@@ -173,6 +173,9 @@ func (src *sourceStream) recover() ([]byte, error) {
 	name := src.stream.name
 	now := r.opts.now()
 	replay, replaying := r.opts.replay[src.spec.Name]
+	if err := src.ensureIngestTimes(now); err != nil {
+		return nil, err
+	}
 	for i := range src.parts {
 		p := &src.parts[i]
 		ip, _, err := st.Ingest(name, i)
@@ -218,6 +221,29 @@ func (src *sourceStream) recover() ([]byte, error) {
 		raiseTo(&src.stream.systemWM, w.System)
 	}
 	return st.Connector(src.spec.Name)
+}
+
+// ensureIngestTimes gives the stored records that have no ingest time
+// (stored by a flowhost that did not record it) the time now, so that
+// retention keeps them for a full period from this run on.
+func (src *sourceStream) ensureIngestTimes(now int64) error {
+	st := src.rt.opts.store
+	b := st.NewBatch()
+	for i := range src.parts {
+		added, err := st.EnsureIngestTimes(b, src.stream.name, i, now)
+		if err != nil {
+			b.Discard()
+			return err
+		}
+		if added {
+			src.rt.log.Info("source records stored without an ingest time count as ingested now for retention", "source", src.spec.Name, "partition", i)
+		}
+	}
+	if b.Len() == 0 {
+		b.Discard()
+		return nil
+	}
+	return b.Commit()
 }
 
 func (src *sourceStream) wake() {
@@ -389,13 +415,19 @@ func (src *sourceStream) flushIngest() error {
 		return nil
 	}
 	src.linger.Stop()
-	touched := map[int]bool{}
+	// Each partition's part of the group starts at its first record: the
+	// ingest time recorded there is what retention counts from.
+	groupStart := map[int]uint64{}
 	for _, pr := range recs {
-		touched[pr.part] = true
+		if _, ok := groupStart[pr.part]; !ok {
+			groupStart[pr.part] = pr.m.ID.Root().Seq
+		}
 	}
-	for part := range touched {
+	ingested := src.rt.opts.now()
+	for part, first := range groupStart {
 		p := &src.parts[part]
 		b.SetIngest(src.stream.name, part, store.IngestPosition{Next: p.offset, Clock: p.clock.Last()})
+		b.SetIngestTime(src.stream.name, part, first, ingested)
 	}
 	if resume != nil {
 		b.SetConnector(src.spec.Name, resume)
