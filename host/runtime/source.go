@@ -31,16 +31,23 @@ type sourceStream struct {
 	stream *stream
 	conn   Source
 
-	mu        sync.Mutex
-	cond      *sync.Cond
-	parts     []sourcePartition
-	queued    int64 // bytes appended (committed or not) and not yet read
-	capBytes  int64
-	pm        *ordering.PartitionMerge
-	eventWM   *ordering.SourceWatermark
-	systemWM  *ordering.SourceSystemWatermark
-	ingestEnd bool // the connector returned
-	endOfData bool // it returned because its data ended, not on interrupt
+	mu       sync.Mutex
+	cond     *sync.Cond
+	parts    []sourcePartition
+	queued   int64 // bytes appended (committed or not) and not yet read
+	capBytes int64
+	pm       *ordering.PartitionMerge
+	eventWM  *ordering.SourceWatermark
+	systemWM *ordering.SourceSystemWatermark
+	// roundRobin counts the records accepted from a connector that leaves
+	// the partition to the host (connect.Record.RoundRobin): the next one
+	// goes to partition roundRobin % partitions. Every accepted record
+	// takes exactly one offset of one partition, so after a restart the
+	// count is the sum of the partitions' committed append offsets, and a
+	// record gets the partition it would have had without the restart.
+	roundRobin uint64
+	ingestEnd  bool // the connector returned
+	endOfData  bool // it returned because its data ended, not on interrupt
 	// bias is the stream's running EventTimestamp - AlignmentTimestamp
 	// over the records queued here (the source's output buffer); gateIdx
 	// is the stream's place in the runtime's sourceGate, and gateBias
@@ -183,6 +190,7 @@ func (src *sourceStream) recover() ([]byte, error) {
 			return nil, err
 		}
 		p.offset = ip.Next
+		src.roundRobin += ip.Next
 		p.clock = ordering.NewSourceClock(ip.Clock)
 		rp, _, err := st.Read(name, i)
 		if err != nil {
@@ -292,7 +300,7 @@ func (src *sourceStream) ingest(ctx, work context.Context) error {
 // once its group has committed.
 func (src *sourceStream) append(work context.Context, rec connect.Record) error {
 	r := src.rt
-	if rec.Partition < 0 || rec.Partition >= len(src.parts) {
+	if !rec.RoundRobin && (rec.Partition < 0 || rec.Partition >= len(src.parts)) {
 		return fmt.Errorf("source %q: record %s: partition %d out of range [0,%d)", src.spec.Name, rec.Origin, rec.Partition, len(src.parts))
 	}
 	if src.limiter != nil {
@@ -327,6 +335,11 @@ func (src *sourceStream) append(work context.Context, rec connect.Record) error 
 			src.mu.Unlock()
 			return err
 		}
+	}
+	if rec.RoundRobin {
+		// After the duplicate check: a record not appended takes no turn.
+		rec.Partition = int(src.roundRobin % uint64(len(src.parts)))
+		src.roundRobin++
 	}
 	now := r.opts.now()
 	write := now
