@@ -68,3 +68,94 @@ func TestRoundRobinResumesItsTurnAfterARestart(t *testing.T) {
 	}
 	require.Equal(t, want, got)
 }
+
+// countsOf returns the final count per key of tally's outputs.
+func countsOf(t *testing.T, sink *failingSink) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, r := range sink.kept {
+		var p struct {
+			Key   string
+			Count *int
+		}
+		require.NoError(t, json.Unmarshal(r.Payload, &p))
+		if p.Count != nil {
+			out[p.Key] = *p.Count
+		}
+	}
+	return out
+}
+
+func idsOf(sink *failingSink) []string {
+	var out []string
+	for _, r := range sink.kept {
+		out = append(out, r.MessageID)
+	}
+	return out
+}
+
+// TestResetStateReplaysAsAFirstRun replays a finished run's source from
+// offset 0: without a reset the counts go on from the first run's
+// (doubled); with WithResetState the replay gives exactly the first run's
+// outputs, counts and message ids.
+func TestResetStateReplaysAsAFirstRun(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	first, err := runReplay(t, st, "")
+	require.NoError(t, err)
+	want := countsOf(t, first)
+	require.Len(t, want, 10)
+	total := 0
+	for _, n := range want {
+		total += n
+	}
+	require.Equal(t, 500, total)
+
+	fromZero := runtime.WithReplay(map[string]runtime.Replay{"in": {Offset: 0, ByOffset: true}})
+	reset, err := runReplay(t, st, "", fromZero, runtime.WithResetState())
+	require.NoError(t, err)
+	require.Equal(t, want, countsOf(t, reset))
+	require.ElementsMatch(t, idsOf(first), idsOf(reset), "the replay derives the same message ids")
+
+	doubled, err := runReplay(t, st, "", fromZero)
+	require.NoError(t, err)
+	for k, n := range countsOf(t, doubled) {
+		require.Equal(t, 2*want[k], n, "without a reset, key %s counts on from the state of the run before", k)
+	}
+}
+
+func TestResetStateNeedsAReplay(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = runReplay(t, st, "", runtime.WithResetState())
+	require.ErrorContains(t, err, "--from")
+}
+
+func TestResetComputationsAreThoseDownstreamOfTheReplayedSources(t *testing.T) {
+	p := mustSpec(t, `
+name: reset
+sources:
+  - {name: a-in, type: generator, stream: a, generator: {count: 1}}
+  - {name: b-in, type: generator, stream: b, generator: {count: 1}}
+computations:
+  - {name: only-b, plugin: p, kind: transform, input_streams: [b], output_streams: [bb]}
+  - {name: from-a, plugin: p, kind: transform, input_streams: [a], output_streams: [aa]}
+  - {name: joins, plugin: p, kind: transform, input_streams: [aa, bb], output_streams: [j]}
+  - {name: after-b, plugin: p, kind: transform, input_streams: [bb], output_streams: [bbb]}
+sinks:
+  - {name: out, type: stdout, streams: [j, bbb]}
+`)
+	for _, tc := range []struct {
+		replayed []string
+		want     []string
+	}{
+		{nil, nil},
+		{[]string{"a-in"}, []string{"from-a", "joins"}},
+		{[]string{"b-in"}, []string{"only-b", "after-b", "joins"}},
+		{[]string{"a-in", "b-in"}, []string{"only-b", "from-a", "joins", "after-b"}},
+	} {
+		require.ElementsMatch(t, tc.want, runtime.ResetComputations(p, tc.replayed), "replaying %v", tc.replayed)
+	}
+}

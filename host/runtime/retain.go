@@ -25,9 +25,10 @@ func satSub(a, b int64) int64 {
 // Replay is where `flowhost run --from` reprocesses a source from: every
 // partition of the source is read again from that position, as far as the
 // store still holds its records (see spec.Retention). Replayed records keep
-// their message ids; downstream they are new input (state is not rolled
-// back), and they are late with respect to the watermarks already
-// published.
+// their message ids. Without [WithResetState], downstream they are new
+// input (state is not rolled back: counts go on from the last run's), and
+// they are late with respect to the watermarks already published; with
+// it, the computations downstream start as on a first run.
 type Replay struct {
 	// Offset is the first offset of every partition to read again, when
 	// ByOffset; otherwise WriteTime is: the first record written at or
