@@ -73,6 +73,14 @@ type RunConfig struct {
 	// Replay reprocesses sources from positions (see runtime.Replay); it
 	// needs the store.
 	Replay map[string]runtime.Replay
+	// ResetState starts the computations downstream of the replayed
+	// sources from empty state and timers (runtime.WithResetState).
+	ResetState bool
+	// FromSavepoint, if set, is a savepoint (see [CreateSavepoint]) that
+	// the run starts from: it is copied into the data directory, which
+	// must be new or empty unless ReplaceDataDir.
+	FromSavepoint  string
+	ReplaceDataDir bool
 	// Reload watches the plugin directories while the run lasts and
 	// reloads a plugin whose manifest gets a new checksum, at an epoch
 	// boundary of each partition (no message lost, none processed by
@@ -129,7 +137,13 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		defer rep.Close()
 		opts = append(opts, runtime.WithProgress(fileProgress(rep)))
 	}
+	var savepoints http.Handler
 	if !cfg.InMemory {
+		if cfg.FromSavepoint != "" {
+			if err := restoreSavepoint(pipe, cfg, log); err != nil {
+				return err
+			}
+		}
 		st, err := OpenStore(pipe, cfg.DataDir)
 		if err != nil {
 			return err
@@ -137,11 +151,15 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		defer st.Close()
 		log.Info("exactly-once: committing to the data directory", "dir", st.Dir())
 		opts = append(opts, runtime.WithStore(st))
+		savepoints = savepointHandler(st)
 		if len(cfg.Replay) > 0 {
 			opts = append(opts, runtime.WithReplay(cfg.Replay))
 		}
-	} else if len(cfg.Replay) > 0 {
-		return errors.New("--from replays records kept in the data directory; it cannot run in memory")
+		if cfg.ResetState {
+			opts = append(opts, runtime.WithResetState())
+		}
+	} else if len(cfg.Replay) > 0 || cfg.ResetState || cfg.FromSavepoint != "" {
+		return errors.New("--from, --reset-state and --from-savepoint work on the data directory; they cannot run in memory")
 	}
 	opts = append(opts, cfg.Options...)
 	rt, err := runtime.New(pipe, loaded.Factories, opts...)
@@ -149,7 +167,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		return err
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(cfg.MetricsAddr, reg, rt.Status, log, cfg.OnMetricsListen)
+		stop, err := serveMetrics(cfg.MetricsAddr, reg, rt.Status, savepoints, log, cfg.OnMetricsListen)
 		if err != nil {
 			return err
 		}
@@ -477,9 +495,9 @@ func compilationCacheDir(dir string) (string, error) {
 	return dir, nil
 }
 
-// serveMetrics serves /metrics, and /status (the runtime's Status as
-// JSON), on addr until stop is called.
-func serveMetrics(addr string, g prometheus.Gatherer, status func() runtime.Status, log *slog.Logger, onListen func(string)) (stop func(), err error) {
+// serveMetrics serves /metrics, /status (the runtime's Status as JSON) and,
+// with a store, SavepointPath on addr until stop is called.
+func serveMetrics(addr string, g prometheus.Gatherer, status func() runtime.Status, savepoints http.Handler, log *slog.Logger, onListen func(string)) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -492,6 +510,9 @@ func serveMetrics(addr string, g prometheus.Gatherer, status func() runtime.Stat
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(status())
 	})
+	if savepoints != nil {
+		mux.Handle(SavepointPath, savepoints)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

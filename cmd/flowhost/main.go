@@ -38,7 +38,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew())
+	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew(), newSavepoint())
 	return root
 }
 
@@ -118,6 +118,7 @@ nothing.`,
 	_ = cmd.MarkFlagRequired("file")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "from")
+	addReplayFlags(cmd, &cfg)
 	return cmd
 }
 
