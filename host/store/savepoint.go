@@ -51,6 +51,10 @@ func HasStore(dir string) (bool, error) {
 	return false, dirError(dir, err)
 }
 
+// ErrNotEmpty is wrapped by the error of a savepoint or a restore whose
+// target directory already holds something.
+var ErrNotEmpty = errors.New("is not empty")
+
 // checkEmptyDir fails unless dir is absent or an empty directory.
 func checkEmptyDir(dir, what string) error {
 	entries, err := os.ReadDir(dir)
@@ -60,7 +64,7 @@ func checkEmptyDir(dir, what string) error {
 	case err != nil:
 		return fmt.Errorf("%s %s: %w", what, dir, err)
 	case len(entries) > 0:
-		return fmt.Errorf("%s %s is not empty (it holds %s and %d more): choose a new or empty directory", what, dir, entries[0].Name(), len(entries)-1)
+		return fmt.Errorf("%s %s %w (it holds %s and %d more): choose a new or empty directory", what, dir, ErrNotEmpty, entries[0].Name(), len(entries)-1)
 	}
 	return nil
 }
