@@ -159,3 +159,30 @@ sinks:
 		require.ElementsMatch(t, tc.want, runtime.ResetComputations(p, tc.replayed), "replaying %v", tc.replayed)
 	}
 }
+
+// TestResetReplayStoppedHalfWayResumesTheReplay stops a reset replay at
+// its second sink write (as a crash would) and runs again without --from:
+// the reset and the replay's progress are committed like any run's, so
+// the run goes on with the replay (not from empty state again, not from
+// the old state) and ends with the first run's counts.
+func TestResetReplayStoppedHalfWayResumesTheReplay(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	first, err := runReplay(t, st, "")
+	require.NoError(t, err)
+	want := countsOf(t, first)
+
+	broken := &failingSink{failAt: 2}
+	rt, err := runtime.New(mustSpec(t, fmt.Sprintf(replayPipeline, "")), map[string]compute.Factory{"tally": compute.Native(tally)},
+		runtime.WithStore(st), runtime.WithSink("sink", broken), runtime.WithDeadLetter(&bytes.Buffer{}),
+		runtime.WithReplay(map[string]runtime.Replay{"in": {Offset: 0, ByOffset: true}}), runtime.WithResetState())
+	require.NoError(t, err)
+	require.ErrorIs(t, rt.Run(context.Background()), errInjected)
+	require.Empty(t, countsOf(t, broken), "stopped before the counts")
+
+	rest, err := runReplay(t, st, "")
+	require.NoError(t, err)
+	require.Equal(t, want, countsOf(t, rest))
+	require.Len(t, seqsOf(t, append(broken.kept, rest.kept...)), 500, "every replayed record reaches the sink once")
+}
