@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -35,11 +36,14 @@ type ingestGroup struct {
 	wall  int64
 }
 
-// ingestGroups returns a source partition's ingest-time index in offset
-// order.
-func (s *Store) ingestGroups(stream string, partition int) ([]ingestGroup, error) {
+// errStopScan ends a scan early from inside its callback.
+var errStopScan = errors.New("stop")
+
+// eachIngestGroup calls fn for a source partition's ingest-time index
+// entries in offset order until fn returns false. Retention reads only
+// the entries it is about to delete and the first it keeps.
+func (s *Store) eachIngestGroup(stream string, partition int, fn func(ingestGroup) bool) error {
 	what := fmt.Sprintf("ingest times of %s/p%d", stream, partition)
-	var out []ingestGroup
 	err := s.scan(ingestTimePrefix(stream, partition), nil, what, func(rest, v []byte) error {
 		r := keyReader{b: rest}
 		first := r.u64("offset")
@@ -49,10 +53,15 @@ func (s *Store) ingestGroups(stream string, partition int) ([]ingestGroup, error
 		if len(v) != 8 {
 			return s.corrupt(what, fmt.Errorf("offset %d: ingest time of %d bytes, not 8", first, len(v)))
 		}
-		out = append(out, ingestGroup{first: first, wall: int64(binary.BigEndian.Uint64(v))})
+		if !fn(ingestGroup{first: first, wall: int64(binary.BigEndian.Uint64(v))}) {
+			return errStopScan
+		}
 		return nil
 	})
-	return out, err
+	if errors.Is(err, errStopScan) {
+		return nil
+	}
+	return err
 }
 
 // SourceOffsetIngestedAt returns the first offset of a source partition
@@ -60,40 +69,40 @@ func (s *Store) ingestGroups(stream string, partition int) ([]ingestGroup, error
 // ingest-time index; the partition's end if every stored record is older.
 // Records stored below the index's first entry count as ingested with it.
 func (s *Store) SourceOffsetIngestedAt(stream string, partition int, wall int64) (uint64, error) {
-	groups, err := s.ingestGroups(stream, partition)
-	if err != nil {
-		return 0, err
-	}
 	first, end, err := s.SourceRange(stream, partition)
 	if err != nil {
 		return 0, err
 	}
-	for i, g := range groups {
+	found, i := end, 0
+	// The index is in offset order, and so, but for a clock set back, in
+	// time: the first entry at or after wall ends the scan. After a clock
+	// set back the records after it are kept longer, never deleted early.
+	err = s.eachIngestGroup(stream, partition, func(g ingestGroup) bool {
 		if g.wall >= wall {
+			found = g.first
 			if i == 0 {
-				return min(first, g.first), nil
+				found = min(first, g.first)
 			}
-			return g.first, nil
+			return false
 		}
-	}
-	return end, nil
+		i++
+		return true
+	})
+	return found, err
 }
 
 // IngestTime returns when the record at offset of a source partition was
 // ingested (Unix nanoseconds), by the ingest-time index; ok is false when
 // the index has no entry at or below offset.
 func (s *Store) IngestTime(stream string, partition int, offset uint64) (wall int64, ok bool, err error) {
-	groups, err := s.ingestGroups(stream, partition)
-	if err != nil {
-		return 0, false, err
-	}
-	for _, g := range groups {
+	err = s.eachIngestGroup(stream, partition, func(g ingestGroup) bool {
 		if g.first > offset {
-			break
+			return false
 		}
 		wall, ok = g.wall, true
-	}
-	return wall, ok, nil
+		return true
+	})
+	return wall, ok, err
 }
 
 // EnsureIngestTimes gives the stored records of a source partition that
@@ -104,12 +113,13 @@ func (s *Store) EnsureIngestTimes(b *Batch, stream string, partition int, wall i
 	if err != nil || first == end {
 		return false, err
 	}
-	groups, err := s.ingestGroups(stream, partition)
-	if err != nil {
+	covered := false
+	err = s.eachIngestGroup(stream, partition, func(g ingestGroup) bool {
+		covered = g.first <= first
+		return false // only the first entry matters
+	})
+	if err != nil || covered {
 		return false, err
-	}
-	if len(groups) > 0 && groups[0].first <= first {
-		return false, nil
 	}
 	b.SetIngestTime(stream, partition, first, wall)
 	return true, nil
@@ -119,25 +129,28 @@ func (s *Store) EnsureIngestTimes(b *Batch, stream string, partition int, wall i
 // groups that lie wholly below offset (whose records are being deleted),
 // keeping the entry that covers offset itself.
 func (b *Batch) trimIngestTimes(stream string, partition int, offset uint64) {
-	groups, err := b.s.ingestGroups(stream, partition)
+	var keep uint64 // the first offset of the last group starting at or below offset
+	n := 0
+	err := b.s.eachIngestGroup(stream, partition, func(g ingestGroup) bool {
+		if g.first > offset {
+			return false
+		}
+		keep = g.first
+		n++
+		return true
+	})
 	if err != nil {
 		if b.err == nil {
 			b.err = err
 		}
 		return
 	}
-	keep := -1 // the last group starting at or below offset
-	for i, g := range groups {
-		if g.first <= offset {
-			keep = i
-		}
-	}
-	if keep <= 0 {
+	if n <= 1 {
 		return
 	}
 	prefix := ingestTimePrefix(stream, partition)
 	start := append(append(keyBuf{}, prefix...), keyBuf(nil).u64(0)...)
-	end := append(append(keyBuf{}, prefix...), keyBuf(nil).u64(groups[keep].first)...)
+	end := append(append(keyBuf{}, prefix...), keyBuf(nil).u64(keep)...)
 	if b.err == nil {
 		b.err = b.b.DeleteRange(start, end, nil)
 	}

@@ -134,3 +134,13 @@ func TestEnsureIngestTimesMigratesAnOldStore(t *testing.T) {
 	require.False(t, added, "a partition without records needs no time")
 	empty.Discard()
 }
+
+// ingestGroups returns a source partition's whole ingest-time index.
+func (s *Store) ingestGroups(stream string, partition int) ([]ingestGroup, error) {
+	var out []ingestGroup
+	err := s.eachIngestGroup(stream, partition, func(g ingestGroup) bool {
+		out = append(out, g)
+		return true
+	})
+	return out, err
+}
