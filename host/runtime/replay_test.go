@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -185,4 +187,35 @@ func TestResetReplayStoppedHalfWayResumesTheReplay(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, countsOf(t, rest))
 	require.Len(t, seqsOf(t, append(broken.kept, rest.kept...)), 500, "every replayed record reaches the sink once")
+}
+
+// TestRetentionCountsFromIngestNotWriteTime ingests records written in
+// 1970 and runs the pipeline again at later clock readings: they are kept
+// for retention.sources from when they were ingested, then deleted.
+func TestRetentionCountsFromIngestNotWriteTime(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	base := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+	var clock atomic.Int64
+	run := func(at time.Duration, records int) {
+		t.Helper()
+		clock.Store(base + int64(at))
+		rt, err := runtime.New(mustSpec(t, fmt.Sprintf(replayPipeline, "retention: {sources: 1h}")), map[string]compute.Factory{"tally": compute.Native(tally)},
+			runtime.WithStore(st), runtime.WithSource("in", idSource{n: records}), runtime.WithSink("sink", &failingSink{}),
+			runtime.WithDeadLetter(&bytes.Buffer{}), runtime.WithClock(clock.Load))
+		require.NoError(t, err)
+		require.NoError(t, rt.Run(context.Background()))
+	}
+	retained := func() uint64 {
+		first, end, err := st.SourceRange("events", 0)
+		require.NoError(t, err)
+		return end - first
+	}
+	run(0, 50)
+	require.Equal(t, uint64(50), retained(), "records written in 1970 are kept after the run that ingested them")
+	run(59*time.Minute, 0)
+	require.Equal(t, uint64(50), retained(), "and for an hour from their ingest")
+	run(61*time.Minute, 0)
+	require.Zero(t, retained(), "then deleted")
 }
