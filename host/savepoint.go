@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -19,7 +20,8 @@ import (
 // SavepointPath is where the metrics server of a running pipeline takes a
 // savepoint: POST a JSON object {"dir": "/absolute/path"}; the answer is
 // the savepoint's description (200) or {"error": "..."} (400 for a bad
-// request, 409 when the directory is taken, 500 otherwise).
+// request, 403 for a client on another machine, 409 when the directory is
+// taken, 500 otherwise).
 const SavepointPath = "/savepoint"
 
 // Savepoint is the description of a savepoint the host took.
@@ -123,6 +125,13 @@ func savepointHandler(st *store.Store) http.Handler {
 		}
 		fail := func(code int, format string, args ...any) {
 			answer(code, map[string]string{"error": fmt.Sprintf(format, args...)})
+		}
+		// The endpoint writes into the host's file system: whatever
+		// address the metrics server is bound to, only a client on the
+		// same machine may ask.
+		if host, _, err := net.SplitHostPort(r.RemoteAddr); err != nil || !net.ParseIP(host).IsLoopback() {
+			fail(http.StatusForbidden, "%s is served to clients on this machine (127.0.0.1) only", SavepointPath)
+			return
 		}
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)

@@ -51,6 +51,12 @@ func TestSavepointEndpoint(t *testing.T) {
 		})
 	}
 
+	remote := httptest.NewRequest(http.MethodPost, SavepointPath, strings.NewReader(`{"dir":"/tmp/x"}`))
+	remote.RemoteAddr = "192.0.2.7:4000"
+	rec := httptest.NewRecorder()
+	savepointHandler(st).ServeHTTP(rec, remote)
+	require.Equal(t, http.StatusForbidden, rec.Code, "a client on another machine is refused")
+
 	sp := filepath.Join(dir, "sp")
 	got, err := RequestSavepoint(context.Background(), addr, sp)
 	require.NoError(t, err)
