@@ -14,6 +14,7 @@ import (
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/store"
+	"github.com/flowhost/flowhost/ordering"
 )
 
 // roundRobinPipeline is a source without partition_by, read directly by a
@@ -218,4 +219,39 @@ func TestRetentionCountsFromIngestNotWriteTime(t *testing.T) {
 	require.Equal(t, uint64(50), retained(), "and for an hour from their ingest")
 	run(61*time.Minute, 0)
 	require.Zero(t, retained(), "then deleted")
+}
+
+// TestRecordsOfAStoreWithoutIngestTimesAreKept opens a store whose source
+// records were stored without ingest times (by an earlier flowhost, with
+// 1970 write times): the first run gives them its time, so they are still
+// there to replay afterwards instead of being deleted at once.
+func TestRecordsOfAStoreWithoutIngestTimesAreKept(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	b := st.NewBatch()
+	for off := range uint64(10) {
+		b.AppendSource("events", 0, off, &ordering.Message{
+			ID: ordering.SourceID("events", 0, off), Stream: "events",
+			Time:    ordering.Timestamps{Event: 1000, System: 1000, Write: 1000, Alignment: 1000},
+			Payload: fmt.Appendf(nil, `{"key":"k%d","seq":%d}`, off%3, off),
+		})
+	}
+	b.SetIngest("events", 0, store.IngestPosition{Next: 10, Clock: 1000})
+	b.SetRead("events", 0, store.ReadPosition{Next: 10})
+	require.NoError(t, b.Commit())
+
+	run := func(opts ...runtime.Option) *failingSink {
+		t.Helper()
+		sink := &failingSink{}
+		opts = append([]runtime.Option{runtime.WithStore(st), runtime.WithSource("in", idSource{}), runtime.WithSink("sink", sink),
+			runtime.WithDeadLetter(&bytes.Buffer{})}, opts...)
+		rt, err := runtime.New(mustSpec(t, fmt.Sprintf(replayPipeline, "retention: {sources: 1h}")), map[string]compute.Factory{"tally": compute.Native(tally)}, opts...)
+		require.NoError(t, err)
+		require.NoError(t, rt.Run(context.Background()))
+		return sink
+	}
+	require.Empty(t, seqsOf(t, run().kept), "everything was routed before")
+	replayed := run(runtime.WithReplay(map[string]runtime.Replay{"in": {Offset: 0, ByOffset: true}}))
+	require.Len(t, seqsOf(t, replayed.kept), 10)
 }
