@@ -31,23 +31,16 @@ type sourceStream struct {
 	stream *stream
 	conn   Source
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	parts    []sourcePartition
-	queued   int64 // bytes appended (committed or not) and not yet read
-	capBytes int64
-	pm       *ordering.PartitionMerge
-	eventWM  *ordering.SourceWatermark
-	systemWM *ordering.SourceSystemWatermark
-	// roundRobin counts the records accepted from a connector that leaves
-	// the partition to the host (connect.Record.RoundRobin): the next one
-	// goes to partition roundRobin % partitions. Every accepted record
-	// takes exactly one offset of one partition, so after a restart the
-	// count is the sum of the partitions' committed append offsets, and a
-	// record gets the partition it would have had without the restart.
-	roundRobin uint64
-	ingestEnd  bool // the connector returned
-	endOfData  bool // it returned because its data ended, not on interrupt
+	mu        sync.Mutex
+	cond      *sync.Cond
+	parts     []sourcePartition
+	queued    int64 // bytes appended (committed or not) and not yet read
+	capBytes  int64
+	pm        *ordering.PartitionMerge
+	eventWM   *ordering.SourceWatermark
+	systemWM  *ordering.SourceSystemWatermark
+	ingestEnd bool // the connector returned
+	endOfData bool // it returned because its data ended, not on interrupt
 	// bias is the stream's running EventTimestamp - AlignmentTimestamp
 	// over the records queued here (the source's output buffer); gateIdx
 	// is the stream's place in the runtime's sourceGate, and gateBias
@@ -78,6 +71,13 @@ type sourceStream struct {
 	// by the tenant's sources); nil: no cap.
 	limiter    *rate.Limiter
 	mThrottled prometheus.Counter
+	// roundRobin counts the records accepted from a connector that leaves
+	// the partition to the host (connect.Record.RoundRobin): the next one
+	// goes to partition roundRobin % partitions. Every accepted record
+	// takes exactly one offset of one partition, so after a restart the
+	// count is the sum of the partitions' committed append offsets, and a
+	// record gets the partition it would have had without the restart.
+	roundRobin uint64 // guarded by mu
 }
 
 type sourcePartition struct {
