@@ -138,6 +138,9 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		opts = append(opts, runtime.WithProgress(fileProgress(rep)))
 	}
 	var savepoints http.Handler
+	if cfg.ReplaceDataDir && cfg.FromSavepoint == "" {
+		return errors.New("--replace-data-dir replaces the data directory with a savepoint: give it with --from-savepoint")
+	}
 	if !cfg.InMemory {
 		if cfg.FromSavepoint != "" {
 			if err := restoreSavepoint(pipe, cfg, log); err != nil {
