@@ -69,13 +69,9 @@ func TestCLIReplayOfHistoricalRecordsAndResetState(t *testing.T) {
 	require.Contains(t, stderr, "--reset-state resets the computations a replay reprocesses: give the sources to replay with --from")
 }
 
-// TestCLIRoundRobinIdsSurviveARestart reads a file into a round-robin
-// source of 3 partitions, appends to the file and runs again: every
-// record has the partition and message id it has when the whole file is
-// read in one run.
-func TestCLIRoundRobinIdsSurviveARestart(t *testing.T) {
-	t.Parallel()
-	const specText = `
+// roundRobinSpec reads in.jsonl into a source of 3 partitions without
+// partition_by, and writes the source stream itself to out.jsonl.
+const roundRobinSpec = `
 name: round-robin
 sources:
   - name: in
@@ -86,54 +82,128 @@ sources:
 sinks:
   - {name: out, type: file, format: json, file: {path: out.jsonl}, streams: [events]}
 `
-	input := func(from, to int) string {
-		var b strings.Builder
-		for i := from; i < to; i++ {
-			fmt.Fprintf(&b, `{"write_ts":%d,"payload":{"n":%d}}`+"\n", int64(1714557600e9)+int64(i)*1e9, i)
-		}
-		return b.String()
-	}
-	setup := func(content string) (spec, data string) {
-		dir := t.TempDir()
-		spec = filepath.Join(dir, "pipeline.yaml")
-		require.NoError(t, os.WriteFile(spec, []byte(specText), 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(content), 0o644))
-		return spec, filepath.Join(dir, "data")
-	}
-	idsByN := func(spec string) map[int]string {
-		raw, err := os.ReadFile(filepath.Join(filepath.Dir(spec), "out.jsonl"))
-		require.NoError(t, err)
-		out := map[int]string{}
-		for _, l := range lines(string(raw)) {
-			var rec struct {
-				MessageID string `json:"message_id"`
-				Payload   struct{ N int }
-			}
-			require.NoError(t, json.Unmarshal([]byte(l), &rec))
-			_, dup := out[rec.Payload.N]
-			require.False(t, dup, "record %d written twice", rec.Payload.N)
-			out[rec.Payload.N] = rec.MessageID
-		}
-		return out
-	}
 
-	whole, wholeData := setup(input(0, 20))
+// roundRobinInput is records from to to (exclusive), each {"n": i}.
+func roundRobinInput(from, to int) string {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&b, `{"write_ts":%d,"payload":{"n":%d}}`+"\n", int64(1714557600e9)+int64(i)*1e9, i)
+	}
+	return b.String()
+}
+
+// setupRoundRobin writes roundRobinSpec and its input into a new
+// directory and returns the spec and a data directory beside it.
+func setupRoundRobin(t *testing.T, content string) (spec, data string) {
+	t.Helper()
+	dir := t.TempDir()
+	spec = filepath.Join(dir, "pipeline.yaml")
+	require.NoError(t, os.WriteFile(spec, []byte(roundRobinSpec), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(content), 0o644))
+	return spec, filepath.Join(dir, "data")
+}
+
+// idsByN returns the message id of each record n in the sink beside spec,
+// requiring each once.
+func idsByN(t *testing.T, spec string) map[int]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(spec), "out.jsonl"))
+	require.NoError(t, err)
+	out := map[int]string{}
+	for _, l := range lines(string(raw)) {
+		var rec struct {
+			MessageID string `json:"message_id"`
+			Payload   struct{ N int }
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &rec))
+		_, dup := out[rec.Payload.N]
+		require.False(t, dup, "record %d written twice", rec.Payload.N)
+		out[rec.Payload.N] = rec.MessageID
+	}
+	return out
+}
+
+// TestCLIRoundRobinIdsSurviveARestart reads a file into a round-robin
+// source of 3 partitions, appends to the file and runs again: every
+// record has the partition and message id it has when the whole file is
+// read in one run.
+func TestCLIRoundRobinIdsSurviveARestart(t *testing.T) {
+	t.Parallel()
+	whole, wholeData := setupRoundRobin(t, roundRobinInput(0, 20))
 	_, stderr, err := flowhostRun(t, runArgs(whole, wholeData)...)
 	require.NoError(t, err, "stderr:\n%s", stderr)
-	want := idsByN(whole)
+	want := idsByN(t, whole)
 	require.Len(t, want, 20)
 
-	split, splitData := setup(input(0, 7)) // 7: not a multiple of 3
+	split, splitData := setupRoundRobin(t, roundRobinInput(0, 7)) // 7: not a multiple of 3
 	_, stderr, err = flowhostRun(t, runArgs(split, splitData)...)
 	require.NoError(t, err, "stderr:\n%s", stderr)
 	f, err := os.OpenFile(filepath.Join(filepath.Dir(split), "in.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
-	_, err = f.WriteString(input(7, 20))
+	_, err = f.WriteString(roundRobinInput(7, 20))
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	_, stderr, err = flowhostRun(t, runArgs(split, splitData)...)
 	require.NoError(t, err, "stderr:\n%s", stderr)
-	require.Equal(t, want, idsByN(split))
+	require.Equal(t, want, idsByN(t, split))
+}
+
+// TestCLIRoundRobinIdsSurviveAKill kills a round-robin file run with
+// SIGKILL three times, each once its sink has grown past where the last
+// kill left it, and then lets it finish: every record is in the sink once,
+// with the partition and message id of an uninterrupted run. (A count
+// restarting at 0 passes a kill only when the kill lands on a committed
+// count that is a multiple of 3.)
+func TestCLIRoundRobinIdsSurviveAKill(t *testing.T) {
+	t.Parallel()
+	const n = 60000
+	input := roundRobinInput(0, n)
+	whole, wholeData := setupRoundRobin(t, input)
+	_, stderr, err := flowhostRun(t, runArgs(whole, wholeData)...)
+	require.NoError(t, err, "stderr:\n%s", stderr)
+	want := idsByN(t, whole)
+	require.Len(t, want, n)
+
+	spec, data := setupRoundRobin(t, input)
+	sink := filepath.Join(filepath.Dir(spec), "out.jsonl")
+	killedAt := int64(0)
+	for kill := 1; kill <= 3; kill++ {
+		run := startRun(t, runArgs(spec, data)...)
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			fi, err := os.Stat(sink)
+			if err == nil && fi.Size() > killedAt {
+				break
+			}
+			select {
+			case err := <-run.done:
+				t.Fatalf("kill %d: the run ended (%v) before its sink grew past %d bytes:\n%s", kill, err, killedAt, run.log())
+			default:
+			}
+			require.True(t, time.Now().Before(deadline), "kill %d: the sink did not grow within 2m:\n%s", kill, run.log())
+			time.Sleep(2 * time.Millisecond) // polling interval, not synchronisation
+		}
+		require.NoError(t, run.cmd.Process.Kill())
+		var exit *exec.ExitError
+		require.ErrorAs(t, <-run.done, &exit, "kill %d landed before the run finished:\n%s", kill, run.log())
+		fi, err := os.Stat(sink)
+		require.NoError(t, err)
+		killedAt = fi.Size()
+		require.Less(t, sinkLines(t, sink), n, "kill %d: killed before the end", kill)
+	}
+
+	_, stderr, err = flowhostRun(t, runArgs(spec, data)...)
+	require.NoError(t, err, "stderr:\n%s", stderr)
+	require.Equal(t, want, idsByN(t, spec))
+}
+
+// sinkLines counts the complete lines of a sink file (a kill may have
+// cut its last one).
+func sinkLines(t *testing.T, path string) int {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return bytes.Count(raw, []byte("\n"))
 }
 
 // savepointSpec counts a rate-limited generator's records per key in one
