@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,14 +110,29 @@ func ReadSavepoint(dir string) (SavepointInfo, error) {
 	if err != nil {
 		return info, fmt.Errorf("savepoint %s: %w", dir, err)
 	}
-	if err := json.Unmarshal(b, &info); err != nil {
-		return info, fmt.Errorf("savepoint %s: %s: %w", dir, savepointName, err)
-	}
-	if info.Format != FormatVersion {
-		return info, fmt.Errorf("savepoint %s was written in store format %d; this flowhost reads format %d", dir, info.Format, FormatVersion)
+	if info, err = parseSavepointInfo(dir, b); err != nil {
+		return info, err
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "db")); err != nil || !fi.IsDir() {
 		return info, fmt.Errorf("savepoint %s: its store (db/) is missing", dir)
+	}
+	return info, nil
+}
+
+// parseSavepointInfo reads the description of the savepoint in dir: a JSON
+// object of SavepointInfo's fields only, in this store format.
+func parseSavepointInfo(dir string, b []byte) (SavepointInfo, error) {
+	var info SavepointInfo
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&info); err != nil {
+		return info, fmt.Errorf("savepoint %s: %s: %w", dir, savepointName, err)
+	}
+	if dec.More() {
+		return info, fmt.Errorf("savepoint %s: %s: more than one JSON value", dir, savepointName)
+	}
+	if info.Format != FormatVersion {
+		return info, fmt.Errorf("savepoint %s was written in store format %d; this flowhost reads format %d", dir, info.Format, FormatVersion)
 	}
 	return info, nil
 }

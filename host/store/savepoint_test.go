@@ -1,9 +1,11 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -125,4 +127,39 @@ func TestHasStoreCreatesNothing(t *testing.T) {
 	require.False(t, ok)
 	_, err = os.Stat(missing)
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// FuzzParseSavepointInfo feeds arbitrary bytes to the savepoint
+// description parser: it never panics, and what it accepts is of this
+// format and encodes and parses again to the same description.
+func FuzzParseSavepointInfo(f *testing.F) {
+	f.Add([]byte(`{"format":1,"created":"2026-12-01T12:00:00Z","data_dir":"/d","pipeline":"pipeline p: source a->b/1"}`))
+	f.Add([]byte(`{"format":2,"created":"2026-12-01T12:00:00Z","data_dir":"/d"}`))
+	f.Add([]byte(`{"format":1,"extra":true}`))
+	f.Add([]byte(`{"format":1} {"format":1}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		info, err := parseSavepointInfo("sp", b)
+		if err != nil {
+			if !strings.Contains(err.Error(), "savepoint sp") {
+				t.Fatalf("the error does not name the savepoint: %v", err)
+			}
+			return
+		}
+		if info.Format != FormatVersion {
+			t.Fatalf("accepted format %d", info.Format)
+		}
+		again, err := json.Marshal(info)
+		if err != nil {
+			t.Fatalf("encoding an accepted description: %v", err)
+		}
+		back, err := parseSavepointInfo("sp", again)
+		if err != nil {
+			t.Fatalf("parsing a re-encoded description %s: %v", again, err)
+		}
+		if !back.Created.Equal(info.Created) || back.DataDir != info.DataDir || back.Pipeline != info.Pipeline {
+			t.Fatalf("round trip changed the description: %+v -> %+v", info, back)
+		}
+	})
 }
