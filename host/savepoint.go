@@ -138,20 +138,12 @@ func savepointHandler(st *store.Store) http.Handler {
 			fail(http.StatusMethodNotAllowed, "%s %s: use POST with {\"dir\": \"/absolute/path\"}", r.Method, SavepointPath)
 			return
 		}
-		var req struct {
-			Dir string `json:"dir"`
-		}
-		dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			fail(http.StatusBadRequest, "request body: %v; expected {\"dir\": \"/absolute/path\"}", err)
+		dir, err := parseSavepointRequest(io.LimitReader(r.Body, 64<<10))
+		if err != nil {
+			fail(http.StatusBadRequest, "%v", err)
 			return
 		}
-		if !filepath.IsAbs(req.Dir) {
-			fail(http.StatusBadRequest, "dir %q: expected an absolute path", req.Dir)
-			return
-		}
-		info, err := st.Savepoint(req.Dir)
+		info, err := st.Savepoint(dir)
 		if err != nil {
 			code := http.StatusInternalServerError
 			if errors.Is(err, store.ErrNotEmpty) {
@@ -160,7 +152,7 @@ func savepointHandler(st *store.Store) http.Handler {
 			fail(code, "%v", err)
 			return
 		}
-		answer(http.StatusOK, Savepoint{Dir: req.Dir, SavepointInfo: info})
+		answer(http.StatusOK, Savepoint{Dir: dir, SavepointInfo: info})
 	})
 }
 
@@ -181,4 +173,24 @@ func restoreSavepoint(pipe *spec.Pipeline, cfg RunConfig, log *slog.Logger) erro
 	log.Info("restored a savepoint: the run starts from its state", "savepoint", cfg.FromSavepoint,
 		"created", info.Created.Format(time.RFC3339), "taken_from", info.DataDir, "data_dir", dir)
 	return nil
+}
+
+// parseSavepointRequest reads the body of a savepoint request: one JSON
+// object {"dir": "/absolute/path"} and nothing else.
+func parseSavepointRequest(body io.Reader) (string, error) {
+	var req struct {
+		Dir string `json:"dir"`
+	}
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return "", fmt.Errorf("request body: %v; expected {\"dir\": \"/absolute/path\"}", err)
+	}
+	if dec.More() {
+		return "", errors.New(`request body: more than one JSON value; expected {"dir": "/absolute/path"}`)
+	}
+	if !filepath.IsAbs(req.Dir) {
+		return "", fmt.Errorf("dir %q: expected an absolute path", req.Dir)
+	}
+	return filepath.Clean(req.Dir), nil
 }
