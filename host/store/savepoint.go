@@ -176,17 +176,20 @@ func RestoreSavepoint(savepoint, dataDir string, replace bool) (SavepointInfo, e
 }
 
 // clearDataDir deletes a data directory's contents, refusing one that a
-// running flowhost holds.
+// running flowhost holds. A damaged or missing store is replaced too:
+// that is what a restore is for.
 func clearDataDir(dir string) error {
 	if ok, err := HasStore(dir); err != nil {
 		return err
 	} else if ok {
 		s, err := Open(dir, Options{})
-		if err != nil {
+		if errors.Is(err, ErrLocked) {
 			return fmt.Errorf("not replacing data directory %s: %w", dir, err)
 		}
-		if err := s.Close(); err != nil {
-			return err
+		if err == nil {
+			if err := s.Close(); err != nil {
+				return err
+			}
 		}
 	}
 	entries, err := os.ReadDir(dir)

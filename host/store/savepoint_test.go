@@ -120,6 +120,32 @@ func TestSavepointAndRestoreRefuseWhatTheyWouldOverwrite(t *testing.T) {
 	require.Equal(t, "saved", string(v))
 }
 
+// TestRestoreReplacesAMissingStore restores over a data directory whose
+// store files were deleted (Open refuses it with ErrMissing): replacing it
+// is what the restore is for.
+func TestRestoreReplacesAMissingStore(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	s := openT(t, data)
+	b := s.NewBatch()
+	b.SetState("c", 0, "k", []byte("saved"))
+	require.NoError(t, b.Commit())
+	sp := filepath.Join(dir, "sp")
+	_, err := s.Savepoint(sp)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, os.RemoveAll(filepath.Join(data, "db")))
+	_, err = Open(data, Options{})
+	require.ErrorIs(t, err, ErrMissing)
+
+	_, err = RestoreSavepoint(sp, data, true)
+	require.NoError(t, err)
+	r := openT(t, data)
+	v, _, err := r.State("c", 0, "k")
+	require.NoError(t, err)
+	require.Equal(t, "saved", string(v))
+}
+
 func TestHasStoreCreatesNothing(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing")
 	ok, err := HasStore(missing)
