@@ -79,6 +79,14 @@ type RunConfig struct {
 	// Replay reprocesses sources from positions (see runtime.Replay); it
 	// needs the store.
 	Replay map[string]runtime.Replay
+	// ResetState starts the computations downstream of the replayed
+	// sources from empty state and timers (runtime.WithResetState).
+	ResetState bool
+	// FromSavepoint, if set, is a savepoint (see [CreateSavepoint]) that
+	// the run starts from: it is copied into the data directory, which
+	// must be new or empty unless ReplaceDataDir.
+	FromSavepoint  string
+	ReplaceDataDir bool
 	// Reload watches the plugin directories while the run lasts and
 	// reloads a plugin whose manifest gets a new checksum, at an epoch
 	// boundary of each partition (no message lost, none processed by
@@ -191,7 +199,16 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 		opts = append(opts, runtime.WithProgress(fileProgress(rep)))
 	}
 	summary := &RunSummary{}
+	var savepoints http.Handler
+	if cfg.ReplaceDataDir && cfg.FromSavepoint == "" {
+		return nil, errors.New("--replace-data-dir replaces the data directory with a savepoint: give it with --from-savepoint")
+	}
 	if !cfg.InMemory {
+		if cfg.FromSavepoint != "" {
+			if err := restoreSavepoint(pipe, cfg, log); err != nil {
+				return nil, err
+			}
+		}
 		st, err := OpenStore(pipe, cfg.DataDir)
 		if err != nil {
 			return nil, err
@@ -200,11 +217,15 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 		log.Info("exactly-once: committing to the data directory", "dir", st.Dir())
 		summary.DataDir = st.Dir()
 		opts = append(opts, runtime.WithStore(st))
+		savepoints = savepointHandler(st)
 		if len(cfg.Replay) > 0 {
 			opts = append(opts, runtime.WithReplay(cfg.Replay))
 		}
-	} else if len(cfg.Replay) > 0 {
-		return nil, errors.New("--from replays records kept in the data directory; it cannot run in memory")
+		if cfg.ResetState {
+			opts = append(opts, runtime.WithResetState())
+		}
+	} else if len(cfg.Replay) > 0 || cfg.ResetState || cfg.FromSavepoint != "" {
+		return nil, errors.New("--from, --reset-state and --from-savepoint work on the data directory; they cannot run in memory")
 	}
 	if cfg.InsecureListen {
 		opts = append(opts, runtime.WithInsecureListen())
@@ -220,7 +241,7 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 		return nil, err
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(cfg.MetricsAddr, cfg.MetricsFallback, reg, rt.Status, log, cfg.OnMetricsListen)
+		stop, err := serveMetrics(cfg.MetricsAddr, cfg.MetricsFallback, reg, rt.Status, savepoints, log, cfg.OnMetricsListen)
 		if err != nil {
 			return nil, err
 		}
@@ -640,10 +661,11 @@ func compilationCacheDir(dir string) (string, error) {
 	return dir, nil
 }
 
-// serveMetrics serves /metrics, and /status (the runtime's Status as
-// JSON), on addr until stop is called. When addr is in use and fallback is
-// set, it serves on a free port of the same host instead.
-func serveMetrics(addr string, fallback bool, g prometheus.Gatherer, status func() runtime.Status, log *slog.Logger, onListen func(string)) (stop func(), err error) {
+// serveMetrics serves /metrics, /status (the runtime's Status as JSON) and,
+// with a store, SavepointPath on addr until stop is called. When addr is
+// in use and fallback is set, it serves on a free port of the same host
+// instead.
+func serveMetrics(addr string, fallback bool, g prometheus.Gatherer, status func() runtime.Status, savepoints http.Handler, log *slog.Logger, onListen func(string)) (stop func(), err error) {
 	ln, err := listenMetrics(addr, fallback, log)
 	if err != nil {
 		return nil, err
@@ -656,6 +678,9 @@ func serveMetrics(addr string, fallback bool, g prometheus.Gatherer, status func
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(status())
 	})
+	if savepoints != nil {
+		mux.Handle(SavepointPath, savepoints)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -40,7 +40,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew())
+	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew(), newSavepoint())
 	return root
 }
 
@@ -171,6 +171,7 @@ nothing.`,
 	_ = cmd.MarkFlagRequired("file")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "from")
+	addReplayFlags(cmd, &cfg)
 	return cmd
 }
 

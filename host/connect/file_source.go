@@ -56,7 +56,7 @@ func (in *intake) parse(line []byte, origin string) (Record, *Rejection, lineFau
 		return Record{}, &Rejection{Origin: origin, Stage: StageKey, Err: fmt.Errorf("partition_by: %w", err), Record: bytes.Clone(line)}, lineFault{field: "payload"}
 	}
 	return Record{
-		Stream: in.stream, Partition: partition,
+		Stream: in.stream, Partition: partition, RoundRobin: in.partitioner.RoundRobin(),
 		Event: lr.Event, HasEvent: lr.HasEvent,
 		Write: lr.Write, HasWrite: lr.HasWrite,
 		Payload: lr.Payload, Origin: origin, ID: lr.ID,

@@ -151,6 +151,7 @@ func (g *Generator) Run(ctx context.Context, emit func(Record) error) error {
 		if rec.Partition, err = g.partitioner.Partition(rec.Payload); err != nil {
 			return fmt.Errorf("generator: %w", err) // NewGenerator checked the fields
 		}
+		rec.RoundRobin = g.partitioner.RoundRobin()
 		if err := emit(rec); err != nil {
 			return err
 		}

@@ -40,6 +40,12 @@ type Record struct {
 	Stream string
 	// Partition is the stream partition, in [0, partitions).
 	Partition int
+	// RoundRobin says the source has no partition_by: the host, not the
+	// source, picks the partition, dealing the records it accepts out in
+	// turn and counting on from its last commit after a restart, so that
+	// a record gets the same partition (and message id) whether or not
+	// the run was interrupted. Partition is then only a hint.
+	RoundRobin bool
 	// Event is the event time when HasEvent; otherwise the host uses the
 	// write time.
 	Event    int64
@@ -123,6 +129,10 @@ func NewPartitioner(partitions int, partitionBy []string) (*Partitioner, error) 
 
 // Partitions returns the partition count.
 func (p *Partitioner) Partitions() int { return p.partitions }
+
+// RoundRobin reports whether the partitioner has no partition_by fields:
+// the records it partitions are dealt out in turn (see [Record.RoundRobin]).
+func (p *Partitioner) RoundRobin() bool { return p.keys == nil }
 
 // Partition returns the partition of a record with payload. It fails only
 // with partition_by fields, when the key cannot be extracted.

@@ -25,9 +25,10 @@ func satSub(a, b int64) int64 {
 // Replay is where `flowhost run --from` reprocesses a source from: every
 // partition of the source is read again from that position, as far as the
 // store still holds its records (see spec.Retention). Replayed records keep
-// their message ids; downstream they are new input (state is not rolled
-// back), and they are late with respect to the watermarks already
-// published.
+// their message ids. Without [WithResetState], downstream they are new
+// input (state is not rolled back: counts go on from the last run's), and
+// they are late with respect to the watermarks already published; with
+// it, the computations downstream start as on a first run.
 type Replay struct {
 	// Offset is the first offset of every partition to read again, when
 	// ByOffset; otherwise WriteTime is: the first record written at or
@@ -66,7 +67,9 @@ func (rp Replay) offset(st *store.Store, stream string, part int, end uint64) (u
 }
 
 // retain deletes, every retention interval until ctx ends, the source
-// records every reader has and that are older than retention.sources, and
+// records every reader has and that were ingested longer than
+// retention.sources ago (by the wall clock, whatever their
+// WriteTimestamps), and
 // the HTTP sink log records beyond retention.sink_log_records, so the
 // store does not grow without bound.
 func (r *Runtime) retain(ctx context.Context) error {
@@ -115,7 +118,7 @@ func (r *Runtime) retainOnce(pol spec.Retention) error {
 			if err != nil {
 				return err
 			}
-			upTo, err := st.SourceOffsetAt(name, part, cutoff)
+			upTo, err := st.SourceOffsetIngestedAt(name, part, cutoff)
 			if err != nil {
 				return err
 			}

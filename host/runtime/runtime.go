@@ -204,6 +204,14 @@ func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option)
 			return nil, fmt.Errorf("replay: the pipeline has no source %q", name)
 		}
 	}
+	if o.resetState {
+		if len(o.replay) == 0 {
+			return nil, errors.New("--reset-state resets the computations a replay reprocesses: give the sources to replay with --from")
+		}
+		if err := r.resetForReplay(); err != nil {
+			return nil, err
+		}
+	}
 	dl, err := r.openDeadLetters()
 	if err != nil {
 		return nil, err
@@ -463,6 +471,7 @@ type options struct {
 	// that are not loopback (WithInsecureListen).
 	insecureListen bool
 	stopGrace      time.Duration
+	resetState     bool
 }
 
 func defaultOptions() options {
@@ -560,6 +569,12 @@ func WithStore(st *store.Store) Option { return func(o *options) { o.store = st 
 // WithReplay reprocesses the named sources from the positions given (see
 // [Replay]); it needs [WithStore], which holds the records.
 func WithReplay(from map[string]Replay) Option { return func(o *options) { o.replay = from } }
+
+// WithResetState makes a replay ([WithReplay]) start the computations it
+// reprocesses from empty state and timers, as on a first run, instead of
+// counting the replayed records a second time; see [ResetComputations]
+// for which are reset.
+func WithResetState() Option { return func(o *options) { o.resetState = true } }
 
 // WithStdout sets where stdout sinks write; the default is os.Stdout.
 func WithStdout(w io.Writer) Option { return func(o *options) { o.stdout = w } }

@@ -84,6 +84,13 @@ type sourceStream struct {
 	// with More), appended only once it ends; only the connector's
 	// goroutine touches it.
 	held []connect.Record
+	// roundRobin counts the records accepted from a connector that leaves
+	// the partition to the host (connect.Record.RoundRobin): the next one
+	// goes to partition roundRobin % partitions. Every accepted record
+	// takes exactly one offset of one partition, so after a restart the
+	// count is the sum of the partitions' committed append offsets, and a
+	// record gets the partition it would have had without the restart.
+	roundRobin uint64 // guarded by mu
 }
 
 type sourcePartition struct {
@@ -191,6 +198,9 @@ func (src *sourceStream) recover() ([]byte, error) {
 	name := src.stream.name
 	now := r.opts.now()
 	replay, replaying := r.opts.replay[src.spec.Name]
+	if err := src.ensureIngestTimes(now); err != nil {
+		return nil, err
+	}
 	for i := range src.parts {
 		p := &src.parts[i]
 		ip, _, err := st.Ingest(name, i)
@@ -198,6 +208,7 @@ func (src *sourceStream) recover() ([]byte, error) {
 			return nil, err
 		}
 		p.offset = ip.Next
+		src.roundRobin += ip.Next
 		p.clock = ordering.NewSourceClock(ip.Clock)
 		rp, _, err := st.Read(name, i)
 		if err != nil {
@@ -236,6 +247,29 @@ func (src *sourceStream) recover() ([]byte, error) {
 		raiseTo(&src.stream.systemWM, w.System)
 	}
 	return st.Connector(src.spec.Name)
+}
+
+// ensureIngestTimes gives the stored records that have no ingest time
+// (stored by a flowhost that did not record it) the time now, so that
+// retention keeps them for a full period from this run on.
+func (src *sourceStream) ensureIngestTimes(now int64) error {
+	st := src.rt.opts.store
+	b := st.NewBatch()
+	for i := range src.parts {
+		added, err := st.EnsureIngestTimes(b, src.stream.name, i, now)
+		if err != nil {
+			b.Discard()
+			return err
+		}
+		if added {
+			src.rt.log.Info("source records stored without an ingest time count as ingested now for retention", "source", src.spec.Name, "partition", i)
+		}
+	}
+	if b.Len() == 0 {
+		b.Discard()
+		return nil
+	}
+	return b.Commit()
 }
 
 func (src *sourceStream) wake() {
@@ -311,7 +345,7 @@ const heldReuseRecords = 1024
 // hold checks one record and paces it, then adds it to src.held, the
 // group being held.
 func (src *sourceStream) hold(work context.Context, rec connect.Record) error {
-	if rec.Partition < 0 || rec.Partition >= len(src.parts) {
+	if !rec.RoundRobin && (rec.Partition < 0 || rec.Partition >= len(src.parts)) {
 		return fmt.Errorf("source %q: record %s: partition %d out of range [0,%d)", src.spec.Name, rec.Origin, rec.Partition, len(src.parts))
 	}
 	if src.limiter != nil {
@@ -388,6 +422,11 @@ func (src *sourceStream) appendGroup(work context.Context, group []connect.Recor
 		if dups[i] {
 			due = due || rec.Sync
 			continue
+		}
+		if rec.RoundRobin {
+			// After the duplicate check: a record not appended takes no turn.
+			rec.Partition = int(src.roundRobin % uint64(len(src.parts)))
+			src.roundRobin++
 		}
 		due = src.appendLocked(rec, now) || due
 	}
@@ -485,13 +524,19 @@ func (src *sourceStream) flushIngest() error {
 		return nil
 	}
 	src.linger.Stop()
-	touched := map[int]bool{}
+	// Each partition's part of the group starts at its first record: the
+	// ingest time recorded there is what retention counts from.
+	groupStart := map[int]uint64{}
 	for _, pr := range recs {
-		touched[pr.part] = true
+		if _, ok := groupStart[pr.part]; !ok {
+			groupStart[pr.part] = pr.m.ID.Root().Seq
+		}
 	}
-	for part := range touched {
+	ingested := src.rt.opts.now()
+	for part, first := range groupStart {
 		p := &src.parts[part]
 		b.SetIngest(src.stream.name, part, store.IngestPosition{Next: p.offset, Clock: p.clock.Last()})
+		b.SetIngestTime(src.stream.name, part, first, ingested)
 	}
 	if resume != nil {
 		b.SetConnector(src.spec.Name, resume)

@@ -22,6 +22,7 @@ const (
 	tableSink       byte = 'o' // sink -> SinkPosition
 	tableSinkLog    byte = 'l' // sink, seq -> record line
 	tableIdempotent byte = 'd' // stream, record id -> Idempotency
+	tableIngestTime byte = 'a' // stream, partition, first offset of an ingest group -> wall clock (ns)
 )
 
 type keyBuf []byte

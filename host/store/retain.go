@@ -6,7 +6,8 @@ import (
 )
 
 // DeleteSourceBefore deletes a source partition's records below offset (one
-// range tombstone, however many records).
+// range tombstone, however many records), and the ingest times of the
+// groups that held only those records.
 func (b *Batch) DeleteSourceBefore(stream string, partition int, offset uint64) {
 	prefix := sourceKey(stream, partition)
 	start := append(append(keyBuf{}, prefix...), keyBuf(nil).u64(0)...)
@@ -14,6 +15,7 @@ func (b *Batch) DeleteSourceBefore(stream string, partition int, offset uint64) 
 	if b.err == nil {
 		b.err = b.b.DeleteRange(start, end, nil)
 	}
+	b.trimIngestTimes(stream, partition, offset)
 }
 
 // DeleteSinkLogBefore deletes a sink log's records below seq.
