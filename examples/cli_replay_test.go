@@ -1,7 +1,6 @@
 package examples_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -168,7 +166,7 @@ func TestCLIRoundRobinIdsSurviveAKill(t *testing.T) {
 	sink := filepath.Join(filepath.Dir(spec), "out.jsonl")
 	killedAt := int64(0)
 	for kill := 1; kill <= 3; kill++ {
-		run := startRun(t, runArgs(spec, data)...)
+		run := startFlowhost(t, runArgs(spec, data)...)
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			fi, err := os.Stat(sink)
@@ -176,8 +174,8 @@ func TestCLIRoundRobinIdsSurviveAKill(t *testing.T) {
 				break
 			}
 			select {
-			case err := <-run.done:
-				t.Fatalf("kill %d: the run ended (%v) before its sink grew past %d bytes:\n%s", kill, err, killedAt, run.log())
+			case <-run.exited:
+				t.Fatalf("kill %d: the run ended (%v) before its sink grew past %d bytes:\n%s", kill, run.err, killedAt, run.log())
 			default:
 			}
 			require.True(t, time.Now().Before(deadline), "kill %d: the sink did not grow within 2m:\n%s", kill, run.log())
@@ -185,7 +183,8 @@ func TestCLIRoundRobinIdsSurviveAKill(t *testing.T) {
 		}
 		require.NoError(t, run.cmd.Process.Kill())
 		var exit *exec.ExitError
-		require.ErrorAs(t, <-run.done, &exit, "kill %d landed before the run finished:\n%s", kill, run.log())
+		<-run.exited
+		require.ErrorAs(t, run.err, &exit, "kill %d landed before the run finished:\n%s", kill, run.log())
 		fi, err := os.Stat(sink)
 		require.NoError(t, err)
 		killedAt = fi.Size()
@@ -277,65 +276,6 @@ func referenceCounts(t *testing.T) map[string]int64 {
 	return counts
 }
 
-// liveRun is a `flowhost run` in the background whose stderr is kept and
-// searched for the metrics address.
-type liveRun struct {
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	stderr bytes.Buffer
-	addr   chan string
-	done   chan error
-}
-
-var metricsAddrLine = regexp.MustCompile(`"serving metrics" addr=http://([0-9.:]+)/metrics`)
-
-func startRun(t *testing.T, args ...string) *liveRun {
-	t.Helper()
-	l := &liveRun{cmd: exec.Command(env.flowhost, args...), addr: make(chan string, 1), done: make(chan error, 1)}
-	pipe, err := l.cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, l.cmd.Start())
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			l.mu.Lock()
-			l.stderr.WriteString(sc.Text() + "\n")
-			l.mu.Unlock()
-			if m := metricsAddrLine.FindStringSubmatch(sc.Text()); m != nil {
-				l.addr <- m[1]
-			}
-		}
-		_, _ = io.Copy(io.Discard, pipe)
-		l.done <- l.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if l.cmd.ProcessState == nil {
-			_ = l.cmd.Process.Kill()
-		}
-	})
-	return l
-}
-
-func (l *liveRun) log() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.stderr.String()
-}
-
-// metricsAddr waits for the run to serve its metrics.
-func (l *liveRun) metricsAddr(t *testing.T) string {
-	t.Helper()
-	select {
-	case a := <-l.addr:
-		return a
-	case err := <-l.done:
-		t.Fatalf("flowhost ended before serving metrics: %v\n%s", err, l.log())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("no metrics address after 2m:\n%s", l.log())
-	}
-	return ""
-}
-
 // waitSourceRecords polls the run's /metrics until its sources have
 // appended at least n records.
 func waitSourceRecords(t *testing.T, addr string, n float64) {
@@ -385,7 +325,7 @@ func TestCLISavepointOfARunningPipeline(t *testing.T) {
 	want := referenceCounts(t)
 	spec := writeSavepointSpec(t, 1000)
 	data := filepath.Join(filepath.Dir(spec), "data")
-	run := startRun(t, "run", "-f", spec, "--plugins", env.plugins, "--metrics-addr", "127.0.0.1:0", "--cache-dir", env.cache, "--data-dir", data)
+	run := startFlowhost(t, "run", "-f", spec, "--plugins", env.plugins, "--metrics-addr", "127.0.0.1:0", "--cache-dir", env.cache, "--data-dir", data)
 	addr := run.metricsAddr(t)
 	waitSourceRecords(t, addr, 1000)
 	sp := filepath.Join(t.TempDir(), "sp")
@@ -398,7 +338,7 @@ func TestCLISavepointOfARunningPipeline(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &info))
 	require.Equal(t, sp, info.Dir)
 	require.Equal(t, data, info.DataDir)
-	require.NoError(t, <-run.done, "the run goes on and ends; stderr:\n%s", run.log())
+	require.Zero(t, run.waitExit(t), "the run goes on and ends; stderr:\n%s", run.log())
 	require.Equal(t, want, countsOf(t, spec))
 
 	_, stderr, err = flowhostRun(t, "savepoint", "create", sp, "--addr", "127.0.0.1:1")
@@ -425,10 +365,10 @@ func TestCLISavepointOfAStoppedPipeline(t *testing.T) {
 	want := referenceCounts(t)
 	spec := writeSavepointSpec(t, 1000)
 	data := filepath.Join(filepath.Dir(spec), "data")
-	run := startRun(t, "run", "-f", spec, "--plugins", env.plugins, "--metrics-addr", "127.0.0.1:0", "--cache-dir", env.cache, "--data-dir", data)
+	run := startFlowhost(t, "run", "-f", spec, "--plugins", env.plugins, "--metrics-addr", "127.0.0.1:0", "--cache-dir", env.cache, "--data-dir", data)
 	waitSourceRecords(t, run.metricsAddr(t), 500)
 	require.NoError(t, run.cmd.Process.Signal(os.Interrupt))
-	<-run.done
+	run.waitExit(t)
 	require.Contains(t, run.log(), "pipeline stopped")
 
 	sp := filepath.Join(t.TempDir(), "sp")
