@@ -1,7 +1,6 @@
 package examples_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -40,53 +38,19 @@ sinks:
 
 // httpRun is a `flowhost run` serving an HTTP source.
 type httpRun struct {
-	cmd    *exec.Cmd
-	url    string // the source's URL, from the log
-	stderr *strings.Builder
-	exited chan struct{}
-	err    error // what Wait returned; set when exited is closed
+	*liveRun
+	url string // the source's URL, from the log
 }
+
+var httpListeningLine = regexp.MustCompile(`"http source listening" source=orders url=(\S+)`)
 
 // startHTTPRun starts flowhost run on spec with the extra environment and
 // waits until the log says where the HTTP source listens.
 func startHTTPRun(t *testing.T, spec, dataDir string, environ ...string) *httpRun {
 	t.Helper()
-	r := &httpRun{stderr: &strings.Builder{}, exited: make(chan struct{})}
-	r.cmd = exec.Command(env.flowhost, "run", "-f", spec, "--plugins", env.plugins,
-		"--data-dir", dataDir, "--metrics-addr", "", "--cache-dir", env.cache)
-	r.cmd.Env = append(os.Environ(), environ...)
-	pipe, err := r.cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, r.cmd.Start())
-	listening := make(chan string, 1)
-	lines := make(chan struct{})
-	go func() {
-		defer close(lines)
-		urlRE := regexp.MustCompile(`"http source listening" source=orders url=(\S+)`)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			r.stderr.WriteString(sc.Text() + "\n")
-			if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
-				listening <- m[1]
-			}
-		}
-	}()
-	go func() {
-		<-lines // Wait closes the pipe: read it all first
-		r.err = r.cmd.Wait()
-		close(r.exited)
-	}()
-	t.Cleanup(func() {
-		_ = r.cmd.Process.Kill()
-		<-r.exited
-	})
-	select {
-	case r.url = <-listening:
-	case <-r.exited:
-		t.Fatalf("flowhost exited before its HTTP source listened: %v\n%s", r.err, r.stderr)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("the HTTP source never said where it listens:\n%s", r.stderr)
-	}
+	r := &httpRun{liveRun: startFlowhostEnv(t, environ, "run", "-f", spec, "--plugins", env.plugins,
+		"--data-dir", dataDir, "--metrics-addr", "", "--cache-dir", env.cache)}
+	r.url = r.waitStderr(t, httpListeningLine)
 	return r
 }
 
@@ -94,8 +58,7 @@ func startHTTPRun(t *testing.T, spec, dataDir string, environ ...string) *httpRu
 func (r *httpRun) stop(t *testing.T) {
 	t.Helper()
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
-	<-r.exited
-	require.NoError(t, r.err, "stderr:\n%s", r.stderr)
+	require.Zero(t, r.waitExit(t), "stderr:\n%s", r.log())
 }
 
 type ingestAnswer struct {

@@ -1,7 +1,6 @@
 package examples_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,9 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,9 +44,6 @@ sinks:
   - {name: console, type: stdout, format: json, streams: [counts]}
 `
 
-// metricsAddrRE finds the metrics URL in the run's log.
-var metricsAddrRE = regexp.MustCompile(`serving metrics.*addr=(http://\S+/metrics)`)
-
 // freeAddr returns a loopback address with a port that was free a moment
 // ago, for a spec that must name its port so that the test can post to it.
 func freeAddr(t *testing.T) string {
@@ -59,28 +53,6 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	return addr
-}
-
-// lineCollector keeps the lines a process writes, for polling.
-type lineCollector struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (c *lineCollector) collect(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		c.mu.Lock()
-		c.lines = append(c.lines, sc.Text())
-		c.mu.Unlock()
-	}
-}
-
-func (c *lineCollector) snapshot() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.lines...)
 }
 
 // TestCLIIdleHTTPSourceDoesNotHoldBackTimers runs, with the built binary,
@@ -115,31 +87,12 @@ func TestCLIIdleHTTPSourceDoesNotHoldBackTimers(t *testing.T) {
 	specPath := filepath.Join(dir, "idle.yaml")
 	require.NoError(t, os.WriteFile(specPath, fmt.Appendf(nil, idleSpec, addr), 0o644))
 
-	cmd := exec.Command(env.flowhost, "run", "-f", specPath, "--plugins", env.plugins,
+	run := startFlowhost(t, "run", "-f", specPath, "--plugins", env.plugins,
 		"--metrics-addr", "127.0.0.1:0", "--cache-dir", env.cache, "--data-dir", filepath.Join(dir, "data"))
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr lineCollector
-	errPipe, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	var out lineCollector
-	var readers sync.WaitGroup
-	readers.Go(func() { out.collect(stdout) })
-	readers.Go(func() { stderr.collect(errPipe) })
-	exited := make(chan error, 1)
-	go func() { readers.Wait(); exited <- cmd.Wait() }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
 
 	counts := func() map[win][]int64 {
 		got := map[win][]int64{}
-		for _, l := range out.snapshot() {
+		for _, l := range run.stdout.lines() {
 			var rec connect.SinkRecord
 			require.NoError(t, json.Unmarshal([]byte(l), &rec), "stdout line %q", l)
 			var p struct {
@@ -153,20 +106,14 @@ func TestCLIIdleHTTPSourceDoesNotHoldBackTimers(t *testing.T) {
 		}
 		return got
 	}
-	require.Eventually(t, func() bool { return len(out.snapshot()) >= len(want) }, 2*time.Minute, 10*time.Millisecond,
-		"every window is emitted while the HTTP source stays silent; stderr:\n%s", strings.Join(stderr.snapshot(), "\n"))
+	require.Eventually(t, func() bool { return len(run.stdout.lines()) >= len(want) }, 2*time.Minute, 10*time.Millisecond,
+		"every window is emitted while the HTTP source stays silent; stderr:\n%s", run.log())
 	got := counts()
 	for w, n := range want {
 		require.Equal(t, []int64{n}, got[w], "window %v", w)
 	}
 	require.Len(t, got, len(want))
-	metricsURL := ""
-	for _, l := range stderr.snapshot() {
-		if m := metricsAddrRE.FindStringSubmatch(l); m != nil {
-			metricsURL = m[1]
-		}
-	}
-	require.NotEmpty(t, metricsURL, "the run logs where it serves metrics")
+	metricsURL := "http://" + run.metricsAddr(t) + "/metrics"
 	metrics := func() string {
 		resp, err := http.Get(metricsURL)
 		require.NoError(t, err)
@@ -187,20 +134,14 @@ func TestCLIIdleHTTPSourceDoesNotHoldBackTimers(t *testing.T) {
 	respBody, _ := io.ReadAll(resp.Body)
 	require.NoError(t, resp.Body.Close())
 	require.Less(t, resp.StatusCode, 300, "POST answered %s", respBody)
-	require.Eventually(t, func() bool { return len(out.snapshot()) > len(want) }, time.Minute, 10*time.Millisecond,
-		"the late record is counted; stderr:\n%s", strings.Join(stderr.snapshot(), "\n"))
+	require.Eventually(t, func() bool { return len(run.stdout.lines()) > len(want) }, time.Minute, 10*time.Millisecond,
+		"the late record is counted; stderr:\n%s", run.log())
 	require.Equal(t, []int64{want[late], 1}, counts()[late], "the late record's window, again with just it")
 	require.Contains(t, metrics(), `flowhost_late_messages_total{computation="per-user",stream="live"} 1`)
 
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	select {
-	case err := <-exited:
-		stopped = true
-		require.NoError(t, err, "stderr:\n%s", strings.Join(stderr.snapshot(), "\n"))
-	case <-time.After(time.Minute):
-		t.Fatalf("flowhost run did not stop within a minute of SIGINT; stderr:\n%s", strings.Join(stderr.snapshot(), "\n"))
-	}
-	require.Contains(t, strings.Join(stderr.snapshot(), "\n"), "source idle")
+	require.NoError(t, run.cmd.Process.Signal(os.Interrupt))
+	require.Zero(t, run.waitExit(t), "stderr:\n%s", run.log())
+	require.Contains(t, run.log(), "source idle")
 }
 
 // TestCLIRangesAreCheckedAtParseTime runs the binary on a spec at the edge

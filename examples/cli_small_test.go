@@ -7,18 +7,16 @@ package examples_test
 
 import (
 	"bytes"
-	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/flowhost/flowhost/host"
 	"github.com/stretchr/testify/require"
 )
 
@@ -180,24 +178,6 @@ func TestCLIFinishedFilePipelineRunAgain(t *testing.T) {
 	require.Equal(t, "0", done[1], "no rate for what an earlier run read")
 }
 
-// lockedBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestCLIFinishedFileSourceBesideALiveOne runs a file source beside an
 // HTTP source, which never ends: the file source's progress must end when
 // its file is read ("progress done" while the run goes on), not be
@@ -213,41 +193,15 @@ sources:
 sinks:
   - {name: console, type: stdout, streams: [orders, live]}
 `), 0o644))
-	cmd := exec.Command(env.flowhost, "run", "-f", spec, "--plugins", env.plugins,
+	run := startFlowhost(t, "run", "-f", spec, "--plugins", env.plugins,
 		"--metrics-addr", "", "--cache-dir", env.cache, "--data-dir", t.TempDir())
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-	}()
-
 	doneLine := `msg="progress done" name="orders-in (bytes)"`
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(stderr.String(), doneLine) {
-		select {
-		case err := <-exited:
-			t.Fatalf("the run ended by itself (%v); stderr:\n%s", err, stderr.String())
-		case <-time.After(20 * time.Millisecond): // polling interval
-		}
-		require.True(t, time.Now().Before(deadline), "no end of the file source's progress while the run goes on; stderr:\n%s", stderr.String())
-	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-exited:
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			t.Fatalf("exit %d; stderr:\n%s", exit.ExitCode(), stderr.String())
-		}
-		require.NoError(t, err)
-	case <-time.After(time.Minute):
-		t.Fatalf("the run did not stop on SIGTERM; stderr:\n%s", stderr.String())
-	}
-	out := stderr.String()
+	run.waitFor(t, "the file source's progress ends while the run goes on", func() bool {
+		return strings.Contains(run.log(), doneLine)
+	})
+	require.NoError(t, run.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, host.ExitOK, run.waitExit(t), "stderr:\n%s", run.log())
+	out := run.log()
 	require.Equal(t, 1, strings.Count(out, doneLine), "the file source's progress ends once; stderr:\n%s", out)
 }
 
