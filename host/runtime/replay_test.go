@@ -89,10 +89,11 @@ func countsOf(t *testing.T, sink *failingSink) map[string]int {
 	return out
 }
 
-func idsOf(sink *failingSink) []string {
+// payloadsOf returns the payloads sink was given, in no particular order.
+func payloadsOf(sink *failingSink) []string {
 	var out []string
 	for _, r := range sink.kept {
-		out = append(out, r.MessageID)
+		out = append(out, string(r.Payload))
 	}
 	return out
 }
@@ -100,7 +101,7 @@ func idsOf(sink *failingSink) []string {
 // TestResetStateReplaysAsAFirstRun replays a finished run's source from
 // offset 0: without a reset the counts go on from the first run's
 // (doubled); with WithResetState the replay gives exactly the first run's
-// outputs, counts and message ids.
+// outputs and counts.
 func TestResetStateReplaysAsAFirstRun(t *testing.T) {
 	st, err := store.Open(t.TempDir(), store.Options{})
 	require.NoError(t, err)
@@ -119,7 +120,12 @@ func TestResetStateReplaysAsAFirstRun(t *testing.T) {
 	reset, err := runReplay(t, st, "", fromZero, runtime.WithResetState())
 	require.NoError(t, err)
 	require.Equal(t, want, countsOf(t, reset))
-	require.ElementsMatch(t, idsOf(first), idsOf(reset), "the replay derives the same message ids")
+	// The same outputs, not necessarily with the same ids: a transform's
+	// ids count its outputs and timers in the order its partition merged
+	// its inputs and cut its batches, which depends on when the records of
+	// the two source partitions arrived (examples/cli_replay_test.go checks
+	// the ids of a replay whose order is fixed).
+	require.ElementsMatch(t, payloadsOf(first), payloadsOf(reset), "the replay derives the same outputs")
 
 	doubled, err := runReplay(t, st, "", fromZero)
 	require.NoError(t, err)
