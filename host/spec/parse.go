@@ -107,6 +107,9 @@ func (p *Pipeline) complete(dir string) {
 			resolve(&s.File.Path)
 		}
 		s.HTTP.complete(resolve)
+		if s.Kafka != nil {
+			completeKafka(s.Kafka.TLS, s.Kafka.SASL, resolve)
+		}
 	}
 	for i := range p.Tenants {
 		for j := range p.Tenants[i].PluginDirs {
@@ -118,6 +121,9 @@ func (p *Pipeline) complete(dir string) {
 			resolve(&f.Path)
 		}
 		p.Sinks[i].HTTP.complete(resolve)
+		if k := p.Sinks[i].Kafka; k != nil {
+			completeKafka(k.TLS, k.SASL, resolve)
+		}
 	}
 	if p.DeadLetter.Type == DeadLetterFile {
 		if p.DeadLetter.File == nil {

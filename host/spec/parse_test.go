@@ -419,5 +419,5 @@ func TestSinkFormat(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, FormatText, p.Sinks[0].Format)
 	_, err = Parse("p.yaml", []byte(fmt.Sprintf(base, ", format: xml")))
-	require.ErrorContains(t, err, `p.yaml:5:53: sinks[0].format: expected one of json, text; got "xml"`)
+	require.ErrorContains(t, err, `p.yaml:5:53: sinks[0].format: expected one of json, text, payload; got "xml"`)
 }

@@ -141,9 +141,12 @@ const (
 	SourceHTTP SourceType = "http"
 	// SourceGenerator makes synthetic records (tests, benchmarks, demos).
 	SourceGenerator SourceType = "generator"
+	// SourceKafka reads a Kafka topic, each Kafka partition a source
+	// partition.
+	SourceKafka SourceType = "kafka"
 )
 
-func (SourceType) values() []string { return []string{"file", "http", "generator"} }
+func (SourceType) values() []string { return []string{"file", "http", "generator", "kafka"} }
 
 // Source reads records from outside the pipeline into one stream.
 type Source struct {
@@ -173,6 +176,8 @@ type Source struct {
 	// Generator configures a source of type generator; Parse fills it with
 	// defaults when the spec leaves it out.
 	Generator *GeneratorSource `yaml:"generator,omitempty"`
+	// Kafka configures a source of type kafka; required for it.
+	Kafka *KafkaSource `yaml:"kafka,omitempty"`
 	// Watermark configures how the source's event watermark is estimated.
 	Watermark SourceWatermark `yaml:"watermark"`
 }
@@ -528,9 +533,11 @@ const (
 	SinkStdout SinkType = "stdout"
 	// SinkHTTP serves records to HTTP subscribers.
 	SinkHTTP SinkType = "http"
+	// SinkKafka produces records to a Kafka topic (at least once).
+	SinkKafka SinkType = "kafka"
 )
 
-func (SinkType) values() []string { return []string{"file", "stdout", "http"} }
+func (SinkType) values() []string { return []string{"file", "stdout", "http", "kafka"} }
 
 // Sink emits the records of one or more streams out of the pipeline.
 type Sink struct {
@@ -545,6 +552,8 @@ type Sink struct {
 	File *FileSink `yaml:"file,omitempty"`
 	// HTTP configures a sink of type http; required for it.
 	HTTP *HTTPEndpoint `yaml:"http,omitempty"`
+	// Kafka configures a sink of type kafka; required for it.
+	Kafka *KafkaSink `yaml:"kafka,omitempty"`
 	// Format is how file and stdout sinks write records: json (one JSON
 	// object per line with every timestamp, the default) or text (one
 	// aligned line per record, for people). HTTP sinks always write JSON.
@@ -558,9 +567,11 @@ type SinkFormat string
 const (
 	FormatJSON SinkFormat = "json"
 	FormatText SinkFormat = "text"
+	// FormatPayload writes the payload alone (kafka sinks only).
+	FormatPayload SinkFormat = "payload"
 )
 
-func (SinkFormat) values() []string { return []string{"json", "text"} }
+func (SinkFormat) values() []string { return []string{"json", "text", "payload"} }
 
 func (s *Sink) setDefaults() { s.Format = FormatJSON }
 

@@ -172,6 +172,10 @@ func (v *validator) sources() {
 		v.block(path, string(s.Type), "file", s.File != nil, s.Type == SourceFile)
 		v.block(path, string(s.Type), "http", s.HTTP != nil, s.Type == SourceHTTP)
 		v.block(path, string(s.Type), "generator", s.Generator != nil, false)
+		v.block(path, string(s.Type), "kafka", s.Kafka != nil, s.Type == SourceKafka)
+		if s.Kafka != nil {
+			v.kafkaSource(path, s)
+		}
 		if s.File != nil {
 			v.filePath(fieldPath(path, "file.path"), s.File.Path)
 		}
@@ -356,6 +360,13 @@ func (v *validator) sinks() {
 		v.streamList(fieldPath(path, "streams"), s.Streams)
 		v.block(path, string(s.Type), "file", s.File != nil, s.Type == SinkFile)
 		v.block(path, string(s.Type), "http", s.HTTP != nil, s.Type == SinkHTTP)
+		v.block(path, string(s.Type), "kafka", s.Kafka != nil, s.Type == SinkKafka)
+		if s.Kafka != nil {
+			v.kafkaSink(path, s)
+		}
+		if s.Format == FormatPayload && s.Type != SinkKafka && s.Type != SinkHTTP {
+			v.errorf(fieldPath(path, "format"), "payload is a format of kafka sinks only; expected json or text")
+		}
 		if s.File != nil {
 			v.filePath(fieldPath(path, "file.path"), s.File.Path)
 		}

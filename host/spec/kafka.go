@@ -1,0 +1,260 @@
+package spec
+
+import (
+	"net"
+	"strings"
+	"time"
+)
+
+// KafkaTLS is how a Kafka client checks the brokers and, with a
+// certificate, shows itself to them. `tls: {}` uses the system's roots and
+// no client certificate.
+type KafkaTLS struct {
+	// CAFile is a PEM file of the certificates that sign the brokers';
+	// relative to the spec's directory. Default: the system's roots.
+	CAFile string `yaml:"ca_file,omitempty"`
+	// CertFile is a PEM file of the client certificate; with KeyFile.
+	CertFile string `yaml:"cert_file,omitempty"`
+	// KeyFile is the PEM file of the client certificate's private key;
+	// with CertFile.
+	KeyFile string `yaml:"key_file,omitempty"`
+}
+
+// KafkaSASLMechanism names a SASL mechanism.
+type KafkaSASLMechanism string
+
+// The SASL mechanisms.
+const (
+	SASLPlain       KafkaSASLMechanism = "PLAIN"
+	SASLScramSHA256 KafkaSASLMechanism = "SCRAM-SHA-256"
+	SASLScramSHA512 KafkaSASLMechanism = "SCRAM-SHA-512"
+)
+
+func (KafkaSASLMechanism) values() []string {
+	return []string{string(SASLPlain), string(SASLScramSHA256), string(SASLScramSHA512)}
+}
+
+// KafkaSASL authenticates a Kafka client. The password is in a file or an
+// environment variable, exactly one of them, never in the spec.
+type KafkaSASL struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. Required.
+	Mechanism KafkaSASLMechanism `yaml:"mechanism"`
+	// Username is the user to authenticate as. Required.
+	Username string `yaml:"username"`
+	// PasswordFile is a file holding the password (surrounding white space
+	// is not part of it); relative to the spec's directory.
+	PasswordFile string `yaml:"password_file,omitempty"`
+	// PasswordEnv names an environment variable holding the password.
+	PasswordEnv string `yaml:"password_env,omitempty"`
+}
+
+// KafkaConnection is how a Kafka source or sink reaches the cluster: the
+// fields brokers, tls and sasl of its kafka block.
+type KafkaConnection struct {
+	Brokers []string
+	TLS     *KafkaTLS
+	SASL    *KafkaSASL
+}
+
+// KafkaStart is where a kafka source starts reading on its first run.
+type KafkaStart string
+
+// The start positions, besides an RFC 3339 time.
+const (
+	KafkaStartEarliest  KafkaStart = "earliest"
+	KafkaStartLatest    KafkaStart = "latest"
+	KafkaStartCommitted KafkaStart = "committed"
+)
+
+// Time returns the time of a start position written as an RFC 3339 time.
+func (s KafkaStart) Time() (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, string(s))
+	return t, err == nil
+}
+
+// KafkaIsolation is the isolation level a kafka source reads with.
+type KafkaIsolation string
+
+// The isolation levels.
+const (
+	IsolationReadCommitted   KafkaIsolation = "read_committed"
+	IsolationReadUncommitted KafkaIsolation = "read_uncommitted"
+)
+
+func (KafkaIsolation) values() []string {
+	return []string{string(IsolationReadCommitted), string(IsolationReadUncommitted)}
+}
+
+// TimeFormat is how an event time is written in a field or header.
+type TimeFormat string
+
+// The time formats.
+const (
+	TimeUnixS   TimeFormat = "unix_s"
+	TimeUnixMS  TimeFormat = "unix_ms"
+	TimeUnixUS  TimeFormat = "unix_us"
+	TimeUnixNS  TimeFormat = "unix_ns"
+	TimeRFC3339 TimeFormat = "rfc3339"
+)
+
+func (TimeFormat) values() []string {
+	return []string{"unix_s", "unix_ms", "unix_us", "unix_ns", "rfc3339"}
+}
+
+// KafkaEventTime says where a kafka record's event time is: a top-level
+// field of its JSON value or a header, in a format. Without it (or with
+// neither field nor header) the event time is the Kafka timestamp.
+type KafkaEventTime struct {
+	// Field is a top-level field of the JSON value.
+	Field string `yaml:"field,omitempty"`
+	// Header is the name of a record header.
+	Header string `yaml:"header,omitempty"`
+	// Format is the time's format. Required with field or header.
+	Format TimeFormat `yaml:"format,omitempty"`
+}
+
+// KafkaSource configures a source of type kafka.
+type KafkaSource struct {
+	// Brokers are the host:port addresses to bootstrap from. At least one.
+	Brokers []string `yaml:"brokers,omitempty"`
+	// TLS, when set, connects with TLS.
+	TLS *KafkaTLS `yaml:"tls,omitempty"`
+	// SASL, when set, authenticates.
+	SASL *KafkaSASL `yaml:"sasl,omitempty"`
+	// Topic is the topic to read. Required.
+	Topic string `yaml:"topic"`
+	// Start is where the first run starts: earliest, latest, an RFC 3339
+	// time (the first record at or after it) or committed (the group's
+	// committed offsets, earliest where it has none). Later runs with a
+	// data directory continue from the offsets stored with the records.
+	// Default earliest.
+	Start KafkaStart `yaml:"start"`
+	// Group is the consumer group whose committed offsets start: committed
+	// uses. Required with start: committed, refused otherwise.
+	Group string `yaml:"group,omitempty"`
+	// Isolation is read_committed (the default) or read_uncommitted.
+	Isolation KafkaIsolation `yaml:"isolation"`
+	// EventTime says where the event time is; default the Kafka timestamp.
+	EventTime *KafkaEventTime `yaml:"event_time,omitempty"`
+}
+
+func (k *KafkaSource) setDefaults() {
+	k.Start = KafkaStartEarliest
+	k.Isolation = IsolationReadCommitted
+}
+
+// Connection returns the source's connection settings.
+func (k *KafkaSource) Connection() KafkaConnection {
+	return KafkaConnection{Brokers: k.Brokers, TLS: k.TLS, SASL: k.SASL}
+}
+
+// KafkaSink configures a sink of type kafka.
+type KafkaSink struct {
+	// Brokers are the host:port addresses to bootstrap from. At least one.
+	Brokers []string `yaml:"brokers,omitempty"`
+	// TLS, when set, connects with TLS.
+	TLS *KafkaTLS `yaml:"tls,omitempty"`
+	// SASL, when set, authenticates.
+	SASL *KafkaSASL `yaml:"sasl,omitempty"`
+	// Topic is the topic to produce to. Required.
+	Topic string `yaml:"topic"`
+	// KeyFields, when set, are top-level fields of the JSON payload whose
+	// values make the Kafka key (as group_by makes a message key);
+	// otherwise the Kafka key is the message key.
+	KeyFields []string `yaml:"key_fields,omitempty"`
+}
+
+// Connection returns the sink's connection settings.
+func (k *KafkaSink) Connection() KafkaConnection {
+	return KafkaConnection{Brokers: k.Brokers, TLS: k.TLS, SASL: k.SASL}
+}
+
+// completeKafka makes the connection's file paths absolute.
+func completeKafka(tls *KafkaTLS, sasl *KafkaSASL, resolve func(*string)) {
+	if tls != nil {
+		for _, p := range []*string{&tls.CAFile, &tls.CertFile, &tls.KeyFile} {
+			if *p != "" {
+				resolve(p)
+			}
+		}
+	}
+	if sasl != nil && sasl.PasswordFile != "" {
+		resolve(&sasl.PasswordFile)
+	}
+}
+
+// kafkaConnection checks the brokers, tls and sasl fields of a kafka block.
+func (v *validator) kafkaConnection(path string, c KafkaConnection) {
+	if len(c.Brokers) == 0 {
+		v.errorf(fieldPath(path, "brokers"), `required; expected a list of host:port such as ["127.0.0.1:9092"]`)
+	}
+	for i, b := range c.Brokers {
+		if _, port, err := net.SplitHostPort(b); err != nil || !validPort(port) || port == "0" {
+			v.errorf(indexPath(fieldPath(path, "brokers"), i), `expected host:port such as "127.0.0.1:9092"; got %q`, b)
+		}
+	}
+	if t := c.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		v.errorf(fieldPath(path, "tls"), "cert_file and key_file go together: give both or neither")
+	}
+	if s := c.SASL; s != nil {
+		sp := fieldPath(path, "sasl")
+		if s.Mechanism == "" {
+			v.errorf(fieldPath(sp, "mechanism"), "required; expected one of %s", strings.Join(s.Mechanism.values(), ", "))
+		}
+		if s.Username == "" {
+			v.errorf(fieldPath(sp, "username"), "required")
+		}
+		switch {
+		case s.PasswordFile != "" && s.PasswordEnv != "":
+			v.errorf(fieldPath(sp, "password_env"), "give password_file or password_env, not both")
+		case s.PasswordFile == "" && s.PasswordEnv == "":
+			v.errorf(sp, "expected password_file (a file holding the password) or password_env (an environment variable holding it); the password itself never goes in the spec")
+		}
+	}
+}
+
+func (v *validator) kafkaSource(sourcePath string, s *Source) {
+	path, k := fieldPath(sourcePath, "kafka"), s.Kafka
+	v.kafkaConnection(path, k.Connection())
+	if k.Topic == "" {
+		v.errorf(fieldPath(path, "topic"), "required; expected a topic name")
+	}
+	switch k.Start {
+	case KafkaStartEarliest, KafkaStartLatest, KafkaStartCommitted:
+	default:
+		if _, ok := k.Start.Time(); !ok {
+			v.errorf(fieldPath(path, "start"), "expected earliest, latest, committed or an RFC 3339 time such as 2024-05-01T10:00:00Z; got %q", k.Start)
+		}
+	}
+	if k.Start == KafkaStartCommitted && k.Group == "" {
+		v.errorf(fieldPath(path, "group"), "required with start: committed; expected the consumer group whose offsets to start from")
+	} else if k.Start != KafkaStartCommitted && k.Group != "" {
+		v.errorf(fieldPath(path, "group"), "only used with start: committed; start is %s", k.Start)
+	}
+	if e := k.EventTime; e != nil {
+		ep := fieldPath(path, "event_time")
+		switch {
+		case e.Field != "" && e.Header != "":
+			v.errorf(fieldPath(ep, "header"), "give field or header, not both")
+		case e.Field == "" && e.Header == "":
+			v.errorf(ep, "expected field (a top-level field of the JSON value) or header (a record header)")
+		case e.Format == "":
+			v.errorf(fieldPath(ep, "format"), "required; expected one of %s", strings.Join(e.Format.values(), ", "))
+		}
+	}
+	if len(s.PartitionBy) > 0 {
+		v.errorf(fieldPath(sourcePath, "partition_by"), "a kafka source keeps each Kafka partition as its own partition; partition_by is not allowed")
+	}
+}
+
+func (v *validator) kafkaSink(sinkPath string, s *Sink) {
+	path, k := fieldPath(sinkPath, "kafka"), s.Kafka
+	v.kafkaConnection(path, k.Connection())
+	if k.Topic == "" {
+		v.errorf(fieldPath(path, "topic"), "required; expected a topic name")
+	}
+	v.fields(fieldPath(path, "key_fields"), k.KeyFields)
+	if s.Format != FormatJSON && s.Format != FormatPayload {
+		v.errorf(fieldPath(sinkPath, "format"), "a kafka sink writes json (the record with every timestamp and id) or payload (the payload alone); got %s", s.Format)
+	}
+}
