@@ -93,8 +93,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{`sources[0].generator.count: integer 18446744073709551615 is out of range`}},
 		{"misspelled kind", preamble + "computations:\n  - name: c\n    plugin: p\n    input_streams: [s]\n    kind: »transfrom\n",
 			[]string{`computations[0].kind: expected one of transform, map; got "transfrom"`}},
-		{"misspelled source type", "name: p\nsources: [{name: in, type: »kafka, stream: s}]\n",
-			[]string{`sources[0].type: expected one of file, http, generator; got "kafka"`}},
+		{"misspelled source type", "name: p\nsources: [{name: in, type: »kafk, stream: s}]\n",
+			[]string{`sources[0].type: expected one of file, http, generator, kafka; got "kafk"`}},
 		{"misspelled time type", preamble + "computations: [{name: c, plugin: p, input_streams: [s], input_ordering: {time_type: »processing}}]\n",
 			[]string{`computations[0].input_ordering.time_type: expected one of event, alignment; got "processing"`}},
 		{"misspelled distribution ordering", preamble + "computations: [{name: c, plugin: p, input_streams: [s], distribution_ordering: »loose}]\n",
@@ -110,7 +110,7 @@ func TestParseErrors(t *testing.T) {
 		{"several form errors at once", "name: p\n»sorces: []\nsources: [{name: in, type: »gen, stream: s, partitions: »x}]\n",
 			[]string{
 				`sorces: unknown field; did you mean "sources"?`,
-				`sources[0].type: expected one of file, http, generator; got "gen"`,
+				`sources[0].type: expected one of file, http, generator, kafka; got "gen"`,
 				`sources[0].partitions: expected an integer; got "x"`,
 			}},
 
@@ -158,7 +158,7 @@ func TestParseErrors(t *testing.T) {
 			[]string{`sources: a pipeline needs at least one source`}},
 		{"source without type and stream", "name: p\nsources:\n  - »»name: in\n",
 			[]string{
-				`sources[0].type: required; expected one of file, http, generator`,
+				`sources[0].type: required; expected one of file, http, generator, kafka`,
 				`sources[0].stream: required; expected ` + nameExpected,
 			}},
 		{"source partitions zero", "name: p\nsources: [{name: in, type: generator, stream: s, partitions: »0}]\n",
