@@ -155,6 +155,8 @@ func (r *Runtime) openSource(ss *spec.Source, resume []byte) (Source, error) {
 		return r.openHTTPSource(ss)
 	case spec.SourceGenerator:
 		return connect.NewGenerator(generatorConfig(ss, resume))
+	case spec.SourceKafka:
+		return r.openKafkaSource(ss, resume, reject)
 	}
 	return nil, fmt.Errorf("source %q: unknown type %q", ss.Name, ss.Type)
 }

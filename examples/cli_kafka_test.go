@@ -1,0 +1,111 @@
+package examples_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The Kafka tests through the binary run against a kfake cluster the test
+// starts in its own process on 127.0.0.1, or, when FLOWHOST_KAFKA_BROKERS
+// is set (host:port,host:port), against that cluster, in topics of their
+// own with unique names.
+
+// kafkaTopic returns the brokers of a test cluster and a fresh topic of
+// partitions partitions on it.
+func kafkaTopic(t *testing.T, partitions int) (brokers []string, topic string) {
+	t.Helper()
+	topic = fmt.Sprintf("flowhost-cli-%d", time.Now().UnixNano())
+	if env := os.Getenv("FLOWHOST_KAFKA_BROKERS"); env != "" {
+		brokers = strings.Split(env, ",")
+	} else {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		require.NoError(t, err)
+		t.Cleanup(c.Close)
+		brokers = c.ListenAddrs()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	return brokers, topic
+}
+
+// TestCLIKafkaSourceIsExactlyOnceAcrossKill9 produces records to a topic
+// of three partitions, runs a kafka source into a file sink with a data
+// directory, kills the process with SIGKILL once part of the input is
+// written, produces more, and restarts on the same directory: the file
+// holds every record exactly once, so the source resumed from the
+// offsets it stored, not from the start.
+func TestCLIKafkaSourceIsExactlyOnceAcrossKill9(t *testing.T) {
+	brokers, topic := kafkaTopic(t, 3)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.jsonl")
+	spec := fmt.Sprintf(`name: kafka-in
+sources:
+  - name: in
+    type: kafka
+    stream: s
+    partitions: 3
+    kafka: {brokers: [%q], topic: %s, event_time: {field: ts, format: unix_ms}}
+sinks:
+  - {name: out, type: file, streams: [s], file: {path: out.jsonl}}
+`, brokers[0], topic)
+	specPath := filepath.Join(dir, "pipeline.yaml")
+	require.NoError(t, os.WriteFile(specPath, []byte(spec), 0o644))
+
+	produceN := func(from, to int) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		require.NoError(t, err)
+		defer cl.Close()
+		var recs []*kgo.Record
+		for i := from; i < to; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 3),
+				Value: fmt.Appendf(nil, `{"n":%d,"ts":%d}`, i, 1714557600000+int64(i))})
+		}
+		require.NoError(t, cl.ProduceSync(context.Background(), recs...).FirstErr())
+	}
+	written := func() map[int]int {
+		data, _ := os.ReadFile(out)
+		counts := map[int]int{}
+		for _, line := range strings.Split(string(data), "\n") {
+			var rec struct {
+				Payload struct{ N int } `json:"payload"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil {
+				counts[rec.Payload.N]++
+			}
+		}
+		return counts
+	}
+	const first, total = 300, 600
+	produceN(0, first)
+	data := filepath.Join(dir, "data")
+	run := startFlowhost(t, "run", "-f", specPath, "--data-dir", data)
+	run.waitFor(t, "the first records in the sink", func() bool { return len(written()) >= first })
+	require.NoError(t, run.cmd.Process.Kill())
+	run.waitExit(t)
+
+	produceN(first, total)
+	run = startFlowhost(t, "run", "-f", specPath, "--data-dir", data)
+	run.waitFor(t, "every record in the sink", func() bool { return len(written()) >= total })
+	counts := written()
+	for i := range total {
+		require.Equal(t, 1, counts[i], "record %d in the sink %d times; stderr:\n%s", i, counts[i], run.log())
+	}
+	require.Len(t, counts, total)
+}
