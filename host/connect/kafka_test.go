@@ -2,6 +2,7 @@ package connect
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -14,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flowhost/flowhost/host/keys"
 )
 
 // The Kafka tests run against an in-process kfake cluster on 127.0.0.1,
@@ -298,4 +301,52 @@ func FuzzParseEventTime(f *testing.F) {
 			t.Fatalf("format %q accepted", format)
 		}
 	})
+}
+
+func TestKafkaSinkWritesKeysAndHeaders(t *testing.T) {
+	brokers, topic := testKafka(t, 1)
+	conn := KafkaConnection{Brokers: brokers}
+	recs := []SinkRecord{
+		{Stream: "s", MessageID: "m1", Parents: []string{"p1", "p2"}, Key: "k1", EventTS: 10, AlignmentTS: 20, Payload: []byte(`{"c":"x"}`)},
+		{Stream: "s", MessageID: "m2", Key: "k2", EventTS: 11, AlignmentTS: 21, Payload: []byte(`{"c":"y"}`)},
+	}
+	sink, err := NewKafkaSink(KafkaSinkConfig{Conn: conn, Topic: topic})
+	require.NoError(t, err)
+	require.NoError(t, sink.Write(context.Background(), recs))
+	require.NoError(t, sink.Close())
+	sink, err = NewKafkaSink(KafkaSinkConfig{Conn: conn, Topic: topic, KeyFields: []string{"c"}, PayloadOnly: true})
+	require.NoError(t, err)
+	require.NoError(t, sink.Write(context.Background(), recs[:1]))
+	require.NoError(t, sink.Close())
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []*kgo.Record
+	for len(got) < 3 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, r) })
+	}
+	require.Len(t, got, 3)
+	headers := func(r *kgo.Record) map[string]string {
+		h := map[string]string{}
+		for _, kv := range r.Headers {
+			h[kv.Key] = string(kv.Value)
+		}
+		return h
+	}
+	require.Equal(t, "k1", string(got[0].Key))
+	require.Equal(t, map[string]string{"flowhost-message-id": "m1", "flowhost-event-ts": "10", "flowhost-alignment-ts": "20", "flowhost-parents": "p1,p2"}, headers(got[0]))
+	var line SinkRecord
+	require.NoError(t, json.Unmarshal(got[0].Value, &line))
+	require.Equal(t, "m1", line.MessageID, "format json: the value is the full record")
+	require.Equal(t, "k2", string(got[1].Key))
+	require.Equal(t, `{"c":"x"}`, string(got[2].Value), "format payload: the value is the payload")
+	e, err := keys.NewExtractor([]string{"c"})
+	require.NoError(t, err)
+	want, err := e.Key([]byte(`{"c":"x"}`))
+	require.NoError(t, err)
+	require.Equal(t, want, string(got[2].Key), "key_fields: the key is the payload's, as group_by makes it")
 }

@@ -317,6 +317,16 @@ func (s *sinkRunner) open(ss *spec.Sink) error {
 			s.http = hs
 		}
 		return nil
+	case spec.SinkKafka:
+		path := fmt.Sprintf("sinks[%d].kafka", specIndex(r.pipe.Sinks, func(s *spec.Sink) string { return s.Name }, ss.Name))
+		conn, err := r.kafkaConnection(path, ss.Kafka.Connection())
+		if err != nil {
+			return err
+		}
+		s.sink, err = connect.NewKafkaSink(connect.KafkaSinkConfig{
+			Conn: conn, Topic: ss.Kafka.Topic, KeyFields: ss.Kafka.KeyFields, PayloadOnly: ss.Format == spec.FormatPayload,
+		})
+		return err
 	}
 	return fmt.Errorf("unknown type %q", ss.Type)
 }
