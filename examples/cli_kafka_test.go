@@ -109,3 +109,61 @@ sinks:
 	}
 	require.Len(t, counts, total)
 }
+
+// TestCLIKafkaToKafka runs a kafka source straight into a kafka sink and
+// reads the output topic read_committed: every input record arrives, once,
+// with the flowhost-* headers that trace it.
+func TestCLIKafkaToKafka(t *testing.T) {
+	brokers, in := kafkaTopic(t, 3)
+	out := in + "-out"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, nil, out)
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	const n = 90
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: in, Partition: int32(i % 3), Value: fmt.Appendf(nil, `{"n":%d}`, i)})
+	}
+	require.NoError(t, cl.ProduceSync(context.Background(), recs...).FirstErr())
+
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "pipeline.yaml")
+	require.NoError(t, os.WriteFile(specPath, fmt.Appendf(nil, `name: kafka-kafka
+sources:
+  - {name: in, type: kafka, stream: s, partitions: 3, kafka: {brokers: [%q], topic: %s}}
+sinks:
+  - {name: out, type: kafka, streams: [s], format: payload, kafka: {brokers: [%q], topic: %s}}
+`, brokers[0], in, brokers[0], out), 0o644))
+	run := startFlowhost(t, "run", "-f", specPath)
+
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(out),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer consumer.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), exitDeadline)
+	defer cancel()
+	seen := map[string]int{}
+	ids := map[string]bool{}
+	for len(seen) < n && ctx.Err() == nil {
+		consumer.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			seen[string(r.Value)]++
+			h := map[string]string{}
+			for _, kv := range r.Headers {
+				h[kv.Key] = string(kv.Value)
+			}
+			require.NotEmpty(t, h["flowhost-message-id"])
+			require.False(t, ids[h["flowhost-message-id"]], "message id %s twice", h["flowhost-message-id"])
+			ids[h["flowhost-message-id"]] = true
+			require.NotEmpty(t, h["flowhost-event-ts"])
+			require.NotEmpty(t, h["flowhost-alignment-ts"])
+			require.Contains(t, h, "flowhost-parents")
+		})
+	}
+	require.Len(t, seen, n, "stderr:\n%s", run.log())
+	for i := range n {
+		require.Equal(t, 1, seen[fmt.Sprintf(`{"n":%d}`, i)], "record %d", i)
+	}
+}
