@@ -350,3 +350,56 @@ func TestKafkaSinkWritesKeysAndHeaders(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, string(got[2].Key), "key_fields: the key is the payload's, as group_by makes it")
 }
+
+func TestKafkaClientOpts(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := dir + "/ca.pem"
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate"), 0o600))
+	tests := []struct {
+		name string
+		conn KafkaConnection
+		err  string
+	}{
+		{"plain", KafkaConnection{Brokers: []string{"127.0.0.1:1"}}, ""},
+		{"system roots", KafkaConnection{Brokers: []string{"127.0.0.1:1"}, TLS: &KafkaTLS{}}, ""},
+		{"no brokers", KafkaConnection{}, "no brokers"},
+		{"missing ca file", KafkaConnection{Brokers: []string{"h:1"}, TLS: &KafkaTLS{CAFile: dir + "/missing.pem"}}, "tls.ca_file: open"},
+		{"ca file without PEM", KafkaConnection{Brokers: []string{"h:1"}, TLS: &KafkaTLS{CAFile: notPEM}}, "no PEM certificate in it"},
+		{"bad client certificate", KafkaConnection{Brokers: []string{"h:1"}, TLS: &KafkaTLS{CertFile: notPEM, KeyFile: notPEM}}, "tls.cert_file, tls.key_file"},
+		{"scram 256", KafkaConnection{Brokers: []string{"h:1"}, SASL: &KafkaSASL{Mechanism: "SCRAM-SHA-256", Username: "u", Password: "p"}}, ""},
+		{"scram 512", KafkaConnection{Brokers: []string{"h:1"}, SASL: &KafkaSASL{Mechanism: "SCRAM-SHA-512", Username: "u", Password: "p"}}, ""},
+		{"unknown mechanism", KafkaConnection{Brokers: []string{"h:1"}, SASL: &KafkaSASL{Mechanism: "GSSAPI"}}, `sasl.mechanism "GSSAPI" is unknown`},
+	}
+	for _, tt := range tests {
+		_, err := KafkaClientOpts(tt.conn)
+		if tt.err == "" {
+			require.NoError(t, err, tt.name)
+		} else {
+			require.ErrorContains(t, err, tt.err, tt.name)
+		}
+	}
+}
+
+// TestKafkaSASLAgainstKfake authenticates with each mechanism against a
+// kfake cluster that requires SASL; a wrong password is refused.
+func TestKafkaSASLAgainstKfake(t *testing.T) {
+	for _, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
+		t.Run(mech, func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser(mech, "flowhost", "secret"))
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			ping := func(password string) error {
+				opts, err := KafkaClientOpts(KafkaConnection{Brokers: c.ListenAddrs(), SASL: &KafkaSASL{Mechanism: mech, Username: "flowhost", Password: password}})
+				require.NoError(t, err)
+				cl, err := kgo.NewClient(opts...)
+				require.NoError(t, err)
+				defer cl.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				return cl.Ping(ctx)
+			}
+			require.NoError(t, ping("secret"))
+			require.Error(t, ping("wrong"))
+		})
+	}
+}
