@@ -403,3 +403,26 @@ func TestKafkaSASLAgainstKfake(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseKafkaResume checks the decoder of a kafka source's stored
+// resume position: it refuses what is not a list of offsets, and what it
+// accepts is written back by kafkaResume to a token that decodes to the
+// same offsets.
+func FuzzParseKafkaResume(f *testing.F) {
+	for _, s := range []string{"[0]", "[0,5,9223372036854775807]", "[]", "[-1]", "{}", "[1.5]", "", "null", "[1,]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, tok []byte) {
+		next, err := parseKafkaResume(tok)
+		if err != nil {
+			return
+		}
+		require.NotEmpty(t, next)
+		for _, o := range next {
+			require.GreaterOrEqual(t, o, int64(0))
+		}
+		again, err := parseKafkaResume(kafkaResume(next))
+		require.NoError(t, err)
+		require.Equal(t, next, again)
+	})
+}
