@@ -95,13 +95,13 @@ sinks:
 	const first, total = 300, 600
 	produceN(0, first)
 	data := filepath.Join(dir, "data")
-	run := startFlowhost(t, "run", "-f", specPath, "--data-dir", data)
+	run := startFlowhost(t, "run", "-f", specPath, "--data-dir", data, "--metrics-addr", "")
 	run.waitFor(t, "the first records in the sink", func() bool { return len(written()) >= first })
 	require.NoError(t, run.cmd.Process.Kill())
 	run.waitExit(t)
 
 	produceN(first, total)
-	run = startFlowhost(t, "run", "-f", specPath, "--data-dir", data)
+	run = startFlowhost(t, "run", "-f", specPath, "--data-dir", data, "--metrics-addr", "")
 	run.waitFor(t, "every record in the sink", func() bool { return len(written()) >= total })
 	counts := written()
 	for i := range total {
@@ -137,7 +137,7 @@ sources:
 sinks:
   - {name: out, type: kafka, streams: [s], format: payload, kafka: {brokers: [%q], topic: %s}}
 `, brokers[0], in, brokers[0], out), 0o644))
-	run := startFlowhost(t, "run", "-f", specPath)
+	run := startFlowhost(t, "run", "-f", specPath, "--data-dir", filepath.Join(dir, "data"), "--metrics-addr", "")
 
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(out),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
