@@ -6,13 +6,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flowhost/flowhost/host/keys"
 )
 
 // KafkaStart is where a kafka source without a resume position starts.
@@ -38,6 +45,8 @@ type EventTimeSource struct {
 type KafkaSourceConfig struct {
 	Conn  KafkaConnection
 	Topic string
+	// Name is the source's name, in metrics and logs.
+	Name string
 	// Stream is the source stream of the records.
 	Stream string
 	// Partitions must be the topic's partition count: Kafka partition p
@@ -45,6 +54,11 @@ type KafkaSourceConfig struct {
 	Partitions int
 	// Start is where a first run starts (Resume nil).
 	Start KafkaStart
+	// Group, when set, is the consumer group to which the source commits
+	// the offsets the host has made durable ([KafkaSource.Committed]), for
+	// monitoring tools; it is never read back (the store is the source of
+	// truth; only Start of Kind "committed" reads a group, on a first run).
+	Group string
 	// ReadUncommitted reads records of open and aborted transactions too;
 	// by default the source reads committed records only.
 	ReadUncommitted bool
@@ -56,19 +70,52 @@ type KafkaSourceConfig struct {
 	// Resume is a token from a record's [Record.Resume]: the next offset
 	// of every partition. It overrides Start.
 	Resume []byte
+	// Metrics, when set, receives lag, records in, broker errors and
+	// group commits.
+	Metrics *KafkaMetrics
+	// Logger receives the retried faults; nil: slog.Default().
+	Logger *slog.Logger
+	// MetadataInterval is how often the source checks that the topic
+	// still exists with its partition count; default 30s.
+	MetadataInterval time.Duration
 }
 
 // KafkaSource reads a Kafka topic. Each Kafka partition is a source
-// partition; a record's WriteTimestamp is its Kafka timestamp (the
-// broker's LogAppendTime when the topic uses it, the producer's
-// CreateTime otherwise), its EventTimestamp the configured one, its
-// payload the Kafka value, which must be JSON. Every record carries the
-// next offset of every partition as its resume token, so that a durable
-// run continues exactly after the last record it committed, whatever the
-// start position or the consumer group's offsets say.
+// partition; a record's WriteTimestamp is its Kafka timestamp (kgo gives
+// the broker's LogAppendTime when the topic uses it, the producer's
+// CreateTime otherwise; the host keeps it non-decreasing per partition),
+// its EventTimestamp the configured one, its key the Kafka key (as
+// [keys.OfBytes] writes it; no key, no message key), its payload the
+// Kafka value, which must be JSON.
+//
+// The records are emitted in all-or-nothing groups ([Record.More]) of at
+// most [KafkaGroupRecords]: the last record of a group carries the next
+// offset of every partition as its resume token, so that a durable run
+// continues exactly after the last group it committed, whatever the start
+// position or the consumer group's offsets say, at the cost of one token
+// per group instead of one per record.
+//
+// Faults: the client retries unreachable and restarting brokers and
+// retriable errors itself, with backoff; the source logs them with the
+// broker and the cause and counts them. A fatal error (the topic deleted
+// or its partition count changed, an authorization failure, offsets that
+// Kafka no longer holds) ends Run with an error that says what to do.
 type KafkaSource struct {
 	cfg KafkaSourceConfig
+	log *slog.Logger
+
+	lagMu sync.Mutex
+	lag   []int64 // per partition; -1: not fetched yet
+
+	// committed is the latest token the host made durable, for the group
+	// committer; commitWake tells it one is there.
+	committed  atomic.Pointer[[]byte]
+	commitWake chan struct{}
 }
+
+// KafkaGroupRecords bounds the records of one group a kafka source emits
+// (see [KafkaSource]).
+const KafkaGroupRecords = 1024
 
 // NewKafkaSource checks cfg; it does not connect.
 func NewKafkaSource(cfg KafkaSourceConfig) (*KafkaSource, error) {
@@ -93,11 +140,44 @@ func NewKafkaSource(cfg KafkaSourceConfig) (*KafkaSource, error) {
 	if f := cfg.EventTime.Format; (cfg.EventTime.Field != "" || cfg.EventTime.Header != "") && !validTimeFormat(f) {
 		return nil, fmt.Errorf("kafka source: event time format %q is unknown", f)
 	}
-	return &KafkaSource{cfg: cfg}, nil
+	if cfg.MetadataInterval <= 0 {
+		cfg.MetadataInterval = 30 * time.Second
+	}
+	s := &KafkaSource{cfg: cfg, log: cfg.Logger, lag: make([]int64, cfg.Partitions), commitWake: make(chan struct{}, 1)}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	for i := range s.lag {
+		s.lag[i] = -1
+	}
+	return s, nil
+}
+
+// errKafkaFatal marks the errors that retrying cannot cure.
+var errKafkaFatal = errors.New("fatal")
+
+type kafkaFatal struct{ err error }
+
+func (e kafkaFatal) Error() string         { return e.err.Error() }
+func (e kafkaFatal) Unwrap() []error       { return []error{e.err, errKafkaFatal} }
+func fatalf(format string, a ...any) error { return kafkaFatal{fmt.Errorf(format, a...)} }
+
+// retriable reports whether err may pass by itself: a connection failure
+// or a Kafka error code that Kafka calls retriable.
+func retriable(err error) bool {
+	if errors.Is(err, errKafkaFatal) {
+		return false
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable
+	}
+	return true // dial and I/O errors, timeouts
 }
 
 // Run reads the topic until ctx is cancelled. It fails at once when the
-// topic does not exist or has another partition count than the source.
+// topic does not exist or has another partition count than the source,
+// and on every fatal error (see [KafkaSource]); it retries the others.
 func (s *KafkaSource) Run(ctx context.Context, emit func(Record) error) error {
 	cfg := &s.cfg
 	opts, err := KafkaClientOpts(cfg.Conn)
@@ -108,55 +188,305 @@ func (s *KafkaSource) Run(ctx context.Context, emit func(Record) error) error {
 	if cfg.ReadUncommitted {
 		isolation = kgo.ReadUncommitted()
 	}
-	cl, err := kgo.NewClient(append(opts, kgo.FetchIsolationLevel(isolation))...)
+	client := "source " + cfg.Name
+	opts = append(opts, kgo.FetchIsolationLevel(isolation),
+		// Offsets Kafka no longer holds must stop the run, not be skipped.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
+		// Retriable fetch errors reach us only to be logged and counted:
+		// kgo retries them.
+		kgo.KeepRetryableFetchErrors(),
+		kgo.WithHooks(cfg.Metrics.BrokerHook(client, s.log)))
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka source: %w", err)
 	}
 	defer cl.Close()
-	next, err := s.startOffsets(ctx, kadm.NewClient(cl))
-	if err != nil {
-		return fmt.Errorf("kafka source, topic %s: %w", cfg.Topic, err)
+	adm := kadm.NewClient(cl)
+	var next []int64
+	for attempt := 0; ; attempt++ {
+		if next, err = s.startOffsets(ctx, adm); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !retriable(err) {
+			return fmt.Errorf("kafka source, topic %s: %w", cfg.Topic, err)
+		}
+		cfg.Metrics.CountBrokerError(client, "", err)
+		wait := kafkaBackoff(attempt)
+		s.log.Warn("kafka source cannot list its start offsets; retrying", "source", cfg.Name, "topic", cfg.Topic, "cause", KafkaErrorCause(err), "err", err, "retry_in", wait)
+		if err := sleepCtx(ctx, wait); err != nil {
+			return err
+		}
 	}
 	assign := make(map[int32]kgo.Offset, len(next))
 	for p, o := range next {
 		assign[int32(p)] = kgo.NewOffset().At(o)
 	}
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: assign})
+
+	run, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.watchTopic(run, adm, stop) }()
+	if cfg.Group != "" {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.commitGroup(run, adm) }()
+	}
+	var mIn prometheus.Counter
+	if cfg.Metrics != nil {
+		mIn = cfg.Metrics.RecordsIn.WithLabelValues(cfg.Name, cfg.Topic)
+	}
+	chunk := make([]Record, 0, KafkaGroupRecords)
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		chunk[len(chunk)-1].Resume = kafkaResume(next)
+		defer func() { clear(chunk); chunk = chunk[:0] }()
+		for i := range chunk {
+			chunk[i].More = i < len(chunk)-1
+			if err := emit(chunk[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for {
-		fetches := cl.PollFetches(ctx)
+		fetches := cl.PollFetches(run)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := fetchError(fetches); err != nil {
+		if err := context.Cause(run); err != nil {
+			return fmt.Errorf("kafka source, topic %s: %w", cfg.Topic, err)
+		}
+		if err := s.fetchErrors(run, adm, client, fetches); err != nil {
 			return fmt.Errorf("kafka source, topic %s: %w", cfg.Topic, err)
 		}
 		var emitErr error
-		fetches.EachRecord(func(r *kgo.Record) {
-			if emitErr != nil {
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if emitErr != nil || fp.Topic != cfg.Topic {
 				return
 			}
-			emitErr = s.handle(r, next, emit)
+			for _, r := range fp.Records {
+				if emitErr = s.handle(r, next, &chunk); emitErr != nil {
+					return
+				}
+				if len(chunk) == KafkaGroupRecords {
+					if emitErr = flush(); emitErr != nil {
+						return
+					}
+				}
+			}
+			if mIn != nil {
+				mIn.Add(float64(len(fp.Records)))
+			}
+			if p := int(fp.Partition); p >= 0 && p < len(next) && fp.HighWatermark >= 0 {
+				s.setLag(p, fp.HighWatermark-next[p])
+			}
 		})
+		if emitErr == nil {
+			emitErr = flush()
+		}
 		if emitErr != nil {
 			return emitErr
 		}
 	}
 }
 
-// fetchError returns the first error of fetches that is not the client
-// closing or a context ending (Run reports those as ctx.Err()).
-func fetchError(fetches kgo.Fetches) error {
+// kafkaBackoff is the wait before retry attempt+1: 100ms doubling to 5s.
+func kafkaBackoff(attempt int) time.Duration {
+	return min(100*time.Millisecond<<min(attempt, 6), 5*time.Second)
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fetchErrors logs and counts the retriable errors of fetches (kgo goes
+// on retrying them) and returns the first fatal one, saying what to do.
+// It ignores the client closing and contexts ending (Run reports those).
+func (s *KafkaSource) fetchErrors(ctx context.Context, adm *kadm.Client, client string, fetches kgo.Fetches) error {
 	for _, fe := range fetches.Errors() {
-		if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, kgo.ErrClientClosed) {
+		err := fe.Err
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
 			continue
 		}
-		return fmt.Errorf("partition %d: %w", fe.Partition, fe.Err)
+		s.cfg.Metrics.CountBrokerError(client, "", err)
+		var loss *kgo.ErrDataLoss
+		switch {
+		case errors.Is(err, kerr.OffsetOutOfRange):
+			return fatalf("partition %d: the offset to read next is no longer in Kafka (retention deleted records flowhost had not read, or the topic was recreated), so records would be lost: %v. To go on from what Kafka holds, start with a fresh data directory (or replay what the store holds first)", fe.Partition, err)
+		case errors.As(err, &loss):
+			return fatalf("partition %d: %v: Kafka lost records (an unclean leader election?); check the cluster, then start with a fresh data directory to go on", fe.Partition, err)
+		case errors.Is(err, kerr.UnknownTopicID):
+			return fatalf("partition %d: the topic was deleted and created again: its offsets are new, so the stored ones mean nothing; start with a fresh data directory", fe.Partition)
+		case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed), errors.Is(err, kerr.SaslAuthenticationFailed):
+			return fatalf("partition %d: %v: grant the source's principal Read and Describe on topic %s, or fix its sasl settings, then run again (it resumes where it stopped)", fe.Partition, err, s.cfg.Topic)
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			if gone := s.topicGone(ctx, adm); gone != nil {
+				return gone
+			}
+		case !retriable(err):
+			return fatalf("partition %d: %v: the error is not retriable; fix its cause and run again (a run with a data directory resumes where it stopped)", fe.Partition, err)
+		}
+		s.log.Warn("kafka fetch failed; the client retries", "source", s.cfg.Name, "topic", s.cfg.Topic, "partition", fe.Partition, "cause", KafkaErrorCause(err), "err", err)
 	}
 	return nil
 }
 
-// handle emits or rejects one record and moves next past it.
-func (s *KafkaSource) handle(r *kgo.Record, next []int64, emit func(Record) error) error {
+// topicGone returns a fatal error when the topic no longer exists or has
+// another partition count, nil when it is as the source needs it or
+// cannot be looked at now (a fault retried later).
+func (s *KafkaSource) topicGone(ctx context.Context, adm *kadm.Client) error {
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	topics, err := adm.ListTopics(lctx, s.cfg.Topic)
+	if err != nil {
+		return nil
+	}
+	td, ok := topics[s.cfg.Topic]
+	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return fatalf("the topic was deleted: create it again (records it held and flowhost had not read are lost) or remove the source")
+	}
+	if td.Err == nil && len(td.Partitions) != s.cfg.Partitions {
+		return fatalf("the topic now has %d partitions and the source %d: each Kafka partition is a source partition, so the run cannot go on; set the source's partitions to %d and start with a fresh data directory", len(td.Partitions), s.cfg.Partitions, len(td.Partitions))
+	}
+	return nil
+}
+
+// watchTopic checks the topic every MetadataInterval and stops the run
+// with the fatal error topicGone finds.
+func (s *KafkaSource) watchTopic(ctx context.Context, adm *kadm.Client, stop context.CancelCauseFunc) {
+	t := time.NewTicker(s.cfg.MetadataInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.topicGone(ctx, adm); err != nil {
+				stop(err)
+				return
+			}
+		}
+	}
+}
+
+// Committed tells the source that the host has made the records up to
+// the one carrying resume durable. With a Group it commits those offsets
+// to the group, asynchronously: it never blocks, and a failed commit is
+// only logged and counted (the next one carries on).
+func (s *KafkaSource) Committed(resume []byte) {
+	if s.cfg.Group == "" {
+		return
+	}
+	s.committed.Store(&resume)
+	select {
+	case s.commitWake <- struct{}{}:
+	default:
+	}
+}
+
+// commitGroup commits the latest token Committed was given to the group,
+// until ctx ends.
+func (s *KafkaSource) commitGroup(ctx context.Context, adm *kadm.Client) {
+	var done []byte
+	var mOK, mErr prometheus.Counter
+	if m := s.cfg.Metrics; m != nil {
+		mOK, mErr = m.GroupCommits.WithLabelValues(s.cfg.Name, "ok"), m.GroupCommits.WithLabelValues(s.cfg.Name, "error")
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.commitWake:
+		}
+		tok := s.committed.Load()
+		if tok == nil || bytes.Equal(*tok, done) {
+			continue
+		}
+		next, err := parseKafkaResume(*tok)
+		if err != nil { // the host gives back what the source made
+			s.log.Error("kafka source: a committed resume position does not parse", "source", s.cfg.Name, "err", err)
+			continue
+		}
+		var offs kadm.Offsets
+		for p, o := range next {
+			offs.Add(kadm.Offset{Topic: s.cfg.Topic, Partition: int32(p), At: o, LeaderEpoch: -1})
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := adm.CommitOffsets(cctx, s.cfg.Group, offs)
+		cancel()
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if mErr != nil {
+				mErr.Inc()
+			}
+			s.log.Warn("kafka source: committing offsets to the consumer group failed (for monitoring only; the store holds the truth)", "source", s.cfg.Name, "group", s.cfg.Group, "cause", KafkaErrorCause(err), "err", err)
+			continue
+		}
+		done = *tok
+		if mOK != nil {
+			mOK.Inc()
+		}
+	}
+}
+
+// setLag records partition p's lag, for Lag and the metric.
+func (s *KafkaSource) setLag(p int, lag int64) {
+	lag = max(lag, 0)
+	s.lagMu.Lock()
+	s.lag[p] = lag
+	s.lagMu.Unlock()
+	if m := s.cfg.Metrics; m != nil {
+		m.Lag.WithLabelValues(s.cfg.Name, s.cfg.Topic, strconv.Itoa(p)).Set(float64(lag))
+	}
+}
+
+// KafkaPartitionLag is the consumer lag of one partition of a kafka
+// source: its high watermark at the last fetch minus the next offset the
+// source reads (with read_committed, records of open transactions count
+// until they are decided).
+type KafkaPartitionLag struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	Lag       int64  `json:"lag"`
+}
+
+// Lag returns the lag of every partition fetched so far; it is safe to
+// call from any goroutine.
+func (s *KafkaSource) Lag() []KafkaPartitionLag {
+	s.lagMu.Lock()
+	defer s.lagMu.Unlock()
+	var out []KafkaPartitionLag
+	for p, l := range s.lag {
+		if l >= 0 {
+			out = append(out, KafkaPartitionLag{Topic: s.cfg.Topic, Partition: p, Lag: l})
+		}
+	}
+	return out
+}
+
+// handle decodes one record into *chunk or rejects it, and moves next
+// past it.
+func (s *KafkaSource) handle(r *kgo.Record, next []int64, chunk *[]Record) error {
 	p := int(r.Partition)
 	if p < 0 || p >= len(next) {
 		return fmt.Errorf("kafka source, topic %s: a record of partition %d, which the source does not have", s.cfg.Topic, p)
@@ -166,7 +496,7 @@ func (s *KafkaSource) handle(r *kgo.Record, next []int64, emit func(Record) erro
 	rec := Record{
 		Stream: s.cfg.Stream, Partition: p,
 		Write: r.Timestamp.UnixNano(), HasWrite: true,
-		Payload: r.Value, Origin: origin, Resume: kafkaResume(next),
+		Payload: r.Value, Origin: origin, Key: keys.OfBytes(r.Key),
 	}
 	var event int64
 	var err error
@@ -183,7 +513,8 @@ func (s *KafkaSource) handle(r *kgo.Record, next []int64, emit func(Record) erro
 		return s.cfg.Reject(rej)
 	}
 	rec.Event, rec.HasEvent = event, true
-	return emit(rec)
+	*chunk = append(*chunk, rec)
+	return nil
 }
 
 // eventTime returns the event time of r.
@@ -233,10 +564,13 @@ func (s *KafkaSource) startOffsets(ctx context.Context, adm *kadm.Client) ([]int
 		if ok {
 			cause = td.Err.Error()
 		}
-		return nil, fmt.Errorf("cannot read the topic: %s", cause)
+		if ok && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) && retriable(td.Err) {
+			return nil, fmt.Errorf("cannot read the topic: %w", td.Err)
+		}
+		return nil, fatalf("cannot read the topic: %s", cause)
 	}
 	if n := len(td.Partitions); n != cfg.Partitions {
-		return nil, fmt.Errorf("the topic has %d partitions and the source %d: set the source's partitions to %d (each Kafka partition is a source partition)", n, cfg.Partitions, n)
+		return nil, fatalf("the topic has %d partitions and the source %d: set the source's partitions to %d (each Kafka partition is a source partition)", n, cfg.Partitions, n)
 	}
 	if cfg.Resume != nil {
 		return parseKafkaResume(cfg.Resume)
@@ -255,7 +589,7 @@ func (s *KafkaSource) startOffsets(ctx context.Context, adm *kadm.Client) ([]int
 	case "time":
 		listed, err = adm.ListOffsetsAfterMilli(ctx, cfg.Start.Time.UnixMilli(), cfg.Topic)
 	default:
-		return nil, fmt.Errorf("start %q is unknown", cfg.Start.Kind)
+		return nil, fatalf("start %q is unknown", cfg.Start.Kind)
 	}
 	if err == nil {
 		err = listed.Error()
@@ -384,3 +718,13 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// ResumeCommitter is a source that hears which resume position the host
+// has made durable: with a data directory, the host calls Committed after
+// each commit of the source's records with the Resume of the last record
+// committed. Committed must not block.
+type ResumeCommitter interface {
+	Committed(resume []byte)
+}
+
+var _ ResumeCommitter = (*KafkaSource)(nil)

@@ -116,7 +116,7 @@ func TestKafkaSourceReadsEveryPartition(t *testing.T) {
 		require.Equal(t, base.Add(time.Duration(i)*time.Millisecond).UnixNano(), r.Write, "write time is the Kafka timestamp")
 		require.True(t, r.HasEvent)
 		require.Equal(t, base.Add(time.Duration(i)*time.Millisecond-time.Second).UnixNano(), r.Event, "event time is the field")
-		require.NotNil(t, r.Resume)
+		require.Equal(t, r.More, r.Resume == nil, "only the last record of a group carries the offsets")
 	}
 }
 
@@ -159,25 +159,34 @@ func TestKafkaSourceDeadLettersWhatItCannotDecode(t *testing.T) {
 
 func TestKafkaSourceResumesFromItsToken(t *testing.T) {
 	brokers, topic := testKafka(t, 2)
-	var sent []*kgo.Record
-	for i := range 6 {
-		sent = append(sent, &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: []byte(strconv.Itoa(i))})
+	send := func(from, to int) {
+		var sent []*kgo.Record
+		for i := from; i < to; i++ {
+			sent = append(sent, &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: []byte(strconv.Itoa(i))})
+		}
+		produce(t, brokers, sent...)
 	}
-	produce(t, brokers, sent...)
+	send(0, 6)
 	cfg := KafkaSourceConfig{Conn: KafkaConnection{Brokers: brokers}, Topic: topic, Stream: "s", Partitions: 2}
 	all, _ := runSource(t, cfg, 6, 0)
-	// Resume after the third record read: only what came after it in
-	// each partition is read again, whatever the start position says.
-	cfg.Resume, cfg.Start = all[2].Resume, KafkaStart{Kind: "earliest"}
-	rest, _ := runSource(t, cfg, 3, 0)
-	var want, got []string
-	for _, r := range all[3:] {
-		want = append(want, string(r.Payload))
+	// Records come in all-or-nothing groups: only a group's last record
+	// carries the offsets, and the host commits a group whole.
+	for i, r := range all {
+		require.Equal(t, r.More, r.Resume == nil, "record %d: More %v, resume %q", i, r.More, r.Resume)
 	}
+	last := all[len(all)-1]
+	require.False(t, last.More, "the last record read ends its group")
+	require.JSONEq(t, `[3,3]`, string(last.Resume))
+	// Resume after it: only what came later is read, whatever the start
+	// position says.
+	send(6, 10)
+	cfg.Resume, cfg.Start = last.Resume, KafkaStart{Kind: "earliest"}
+	rest, _ := runSource(t, cfg, 4, 0)
+	var got []string
 	for _, r := range rest {
 		got = append(got, string(r.Payload))
 	}
-	require.ElementsMatch(t, want, got)
+	require.ElementsMatch(t, []string{"6", "7", "8", "9"}, got)
 }
 
 func TestKafkaSourceStartPositions(t *testing.T) {

@@ -58,6 +58,11 @@ type Record struct {
 	// Payload is the record's bytes; the receiver owns them (sources never
 	// reuse a payload's memory).
 	Payload []byte
+	// Key is the record's key text (see package keys), "" for none: the
+	// key of the record's message, which a computation without group_by
+	// takes as its key. A kafka source sets it from the Kafka key with
+	// [keys.OfBytes].
+	Key string
 	// Origin says where the record came from for error reports, e.g.
 	// "orders.jsonl:17" or "http:/ingest#3:2" (request 3, line 2).
 	Origin string

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/store"
 )
 
@@ -52,6 +53,7 @@ type metrics struct {
 	isolatedFailures    *prometheus.CounterVec
 	isolationCalls      *prometheus.CounterVec
 	isolationUnresolved *prometheus.CounterVec
+	kafka               *connect.KafkaMetrics // kafka sources and sinks (connect/kafka_metrics.go)
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -198,6 +200,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}, []string{"computation"})
 	reg.MustRegister(m.timerCuts)
 	reg.MustRegister(m.isolatedFailures, m.isolationCalls, m.isolationUnresolved)
+	m.kafka = connect.NewKafkaMetrics(reg)
 	return m
 }
 

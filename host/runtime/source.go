@@ -454,9 +454,18 @@ func (src *sourceStream) appendLocked(rec connect.Record, now int64) (due bool) 
 		event = rec.Event
 	}
 	p := &src.parts[rec.Partition]
+	if src.spec.Type == spec.SourceKafka {
+		// A Kafka CreateTime can step back (producers' clocks, retries):
+		// the record's WriteTimestamp is raised to the partition's last,
+		// kept across restarts with the ingest position, so that it never
+		// decreases within a partition, as partition priority and the
+		// seed's AlignmentTimestamp rule assume.
+		write = max(write, p.clock.Last())
+	}
 	m := &ordering.Message{
 		ID:      ordering.SourceID(src.stream.name, int32(rec.Partition), p.offset),
 		Stream:  src.stream.name,
+		Key:     rec.Key,
 		Time:    p.clock.SourceRecord(event, write),
 		Payload: rec.Payload,
 	}
@@ -544,6 +553,9 @@ func (src *sourceStream) flushIngest() error {
 	src.mu.Unlock()
 	if err := src.rt.metrics.commit("ingest", b); err != nil {
 		return fmt.Errorf("source %q: committing %d ingested records: %w", src.spec.Name, len(recs), err)
+	}
+	if c, ok := src.conn.(connect.ResumeCommitter); ok && resume != nil {
+		c.Committed(resume) // a kafka source's group offsets, for monitoring
 	}
 	src.mu.Lock()
 	src.committingIDs = nil

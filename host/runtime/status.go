@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/flowhost/flowhost/host/connect"
 )
 
 // Status is a snapshot of what runs: each computation's tenant, the
@@ -16,6 +18,16 @@ type Status struct {
 	Pipeline string `json:"pipeline"`
 	// Computations are in the spec's order.
 	Computations []ComputationStatus `json:"computations"`
+	// KafkaLag is the consumer lag of every partition the kafka sources
+	// have fetched, by source in the spec's order.
+	KafkaLag []KafkaLag `json:"kafka_lag,omitempty"`
+}
+
+// KafkaLag is the lag of one partition of a kafka source
+// (flowhost_kafka_consumer_lag).
+type KafkaLag struct {
+	Source string `json:"source"`
+	connect.KafkaPartitionLag
 }
 
 // ComputationStatus is one computation's part of a [Status].
@@ -91,6 +103,15 @@ func (r *Runtime) Status() Status {
 		}
 		c.quarantined.mu.Unlock()
 		st.Computations = append(st.Computations, cs)
+	}
+	for _, src := range r.sources {
+		if k, ok := src.conn.(interface {
+			Lag() []connect.KafkaPartitionLag
+		}); ok {
+			for _, l := range k.Lag() {
+				st.KafkaLag = append(st.KafkaLag, KafkaLag{Source: src.spec.Name, KafkaPartitionLag: l})
+			}
+		}
 	}
 	return st
 }

@@ -130,7 +130,9 @@ type KafkaSource struct {
 	// Default earliest.
 	Start KafkaStart `yaml:"start"`
 	// Group is the consumer group whose committed offsets start: committed
-	// uses. Required with start: committed, refused otherwise.
+	// uses (required with it) and to which the source commits the offsets
+	// it has stored, for monitoring tools (the data directory stays the
+	// source of truth).
 	Group string `yaml:"group,omitempty"`
 	// Isolation is read_committed (the default) or read_uncommitted.
 	Isolation KafkaIsolation `yaml:"isolation"`
@@ -228,8 +230,6 @@ func (v *validator) kafkaSource(sourcePath string, s *Source) {
 	}
 	if k.Start == KafkaStartCommitted && k.Group == "" {
 		v.errorf(fieldPath(path, "group"), "required with start: committed; expected the consumer group whose offsets to start from")
-	} else if k.Start != KafkaStartCommitted && k.Group != "" {
-		v.errorf(fieldPath(path, "group"), "only used with start: committed; start is %s", k.Start)
 	}
 	if e := k.EventTime; e != nil {
 		ep := fieldPath(path, "event_time")

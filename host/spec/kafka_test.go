@@ -64,8 +64,6 @@ func TestParseKafkaErrors(t *testing.T) {
 			[]string{`sources[0].kafka.start: expected earliest, latest, committed or an RFC 3339 time such as 2024-05-01T10:00:00Z; got "yesterday"`}},
 		{"committed without group", kafkaSource + "kafka: »{brokers: [\"h:1\"], topic: t, start: committed}}]\n",
 			[]string{`sources[0].kafka.group: required with start: committed; expected the consumer group whose offsets to start from`}},
-		{"group without committed", kafkaSource + "kafka: {brokers: [\"h:1\"], topic: t, group: »g}}]\n",
-			[]string{`sources[0].kafka.group: only used with start: committed; start is earliest`}},
 		{"bad isolation", kafkaSource + "kafka: {brokers: [\"h:1\"], topic: t, isolation: »dirty}}]\n",
 			[]string{`sources[0].kafka.isolation: expected one of read_committed, read_uncommitted; got "dirty"`}},
 		{"event time without format", kafkaSource + "kafka: {brokers: [\"h:1\"], topic: t, event_time: »{field: ts}}}]\n",

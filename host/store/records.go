@@ -113,6 +113,19 @@ type wireRecord struct {
 	Payload   []byte
 }
 
+// wireKeyedRecord is a source record with a key (a kafka source's): one
+// more element than wireRecord, so that records without a key, and those
+// stored before keys were, keep their encoding.
+type wireKeyedRecord struct {
+	_         struct{} `cbor:",toarray"`
+	Event     int64
+	System    int64
+	Write     int64
+	Alignment int64
+	Payload   []byte
+	Key       string
+}
+
 // wireTimer is a pending timer; key and trigger are in its store key.
 type wireTimer struct {
 	_       struct{} `cbor:",toarray"`
@@ -183,13 +196,24 @@ func decodeMessage(b []byte) (*ordering.Message, error) {
 }
 
 func encodeRecord(m *ordering.Message) ([]byte, error) {
+	if m.Key != "" {
+		return encMode.Marshal(&wireKeyedRecord{Event: m.Time.Event, System: m.Time.System, Write: m.Time.Write, Alignment: m.Time.Alignment, Payload: m.Payload, Key: m.Key})
+	}
 	return encMode.Marshal(&wireRecord{Event: m.Time.Event, System: m.Time.System, Write: m.Time.Write, Alignment: m.Time.Alignment, Payload: m.Payload})
 }
 
 func decodeRecord(stream string, partition int, offset uint64, b []byte) (*ordering.Message, error) {
-	var w wireRecord
-	if err := decMode.Unmarshal(b, &w); err != nil {
-		return nil, err
+	var w wireKeyedRecord
+	if len(b) > 0 && b[0] == 0x86 { // a CBOR array of 6: keyed
+		if err := decMode.Unmarshal(b, &w); err != nil {
+			return nil, err
+		}
+	} else {
+		var u wireRecord
+		if err := decMode.Unmarshal(b, &u); err != nil {
+			return nil, err
+		}
+		w = wireKeyedRecord{Event: u.Event, System: u.System, Write: u.Write, Alignment: u.Alignment, Payload: u.Payload}
 	}
 	if w.Payload == nil {
 		w.Payload = []byte{}
@@ -197,6 +221,7 @@ func decodeRecord(stream string, partition int, offset uint64, b []byte) (*order
 	return &ordering.Message{
 		ID:      ordering.SourceID(stream, int32(partition), offset),
 		Stream:  stream,
+		Key:     w.Key,
 		Time:    ordering.Timestamps{Event: w.Event, System: w.System, Write: w.Write, Alignment: w.Alignment},
 		Payload: w.Payload,
 	}, nil
