@@ -74,7 +74,29 @@ func (m *KafkaMetrics) BrokerHook(client string, log *slog.Logger) kgo.Hook {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &brokerHook{m: m, client: client, log: log, last: map[[2]string]time.Time{}}
+	return &brokerHook{m: m, client: client, log: log}
+}
+
+// logLimit lets a message of one kind through at most once a second, so
+// that a fault that lasts minutes does not flood the log.
+type logLimit struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// allow reports whether a message of kind may be logged now.
+func (l *logLimit) allow(kind string) bool {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.last[kind]) < time.Second {
+		return false
+	}
+	if l.last == nil {
+		l.last = map[string]time.Time{}
+	}
+	l.last[kind] = now
+	return true
 }
 
 // CountBrokerError counts one error of client with broker ("" when no
@@ -90,8 +112,7 @@ type brokerHook struct {
 	m      *KafkaMetrics
 	client string
 	log    *slog.Logger
-	mu     sync.Mutex
-	last   map[[2]string]time.Time // broker, cause: last logged
+	limit  logLimit
 }
 
 var (
@@ -120,15 +141,7 @@ func (h *brokerHook) failed(meta kgo.BrokerMetadata, op string, err error) {
 	broker := net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
 	cause := KafkaErrorCause(err)
 	h.m.CountBrokerError(h.client, broker, err)
-	now := time.Now()
-	h.mu.Lock()
-	k := [2]string{broker, cause}
-	quiet := now.Sub(h.last[k]) < time.Second
-	if !quiet {
-		h.last[k] = now
-	}
-	h.mu.Unlock()
-	if !quiet {
+	if h.limit.allow(broker + " " + cause) {
 		h.log.Warn("kafka broker "+op+" failed; retrying with backoff", "client", h.client, "broker", broker, "cause", cause, "err", err)
 	}
 }

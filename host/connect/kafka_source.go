@@ -101,8 +101,9 @@ type KafkaSourceConfig struct {
 // or its partition count changed, an authorization failure, offsets that
 // Kafka no longer holds) ends Run with an error that says what to do.
 type KafkaSource struct {
-	cfg KafkaSourceConfig
-	log *slog.Logger
+	cfg      KafkaSourceConfig
+	log      *slog.Logger
+	logLimit logLimit // of fetch warnings
 
 	lagMu sync.Mutex
 	lag   []int64 // per partition; -1: not fetched yet
@@ -195,6 +196,9 @@ func (s *KafkaSource) Run(ctx context.Context, emit func(Record) error) error {
 		// Retriable fetch errors reach us only to be logged and counted:
 		// kgo retries them.
 		kgo.KeepRetryableFetchErrors(),
+		// kgo answers metadata requests from a cache this young: the
+		// topic watch must see changes within its interval.
+		kgo.MetadataMinAge(min(cfg.MetadataInterval, 5*time.Second)),
 		kgo.WithHooks(cfg.Metrics.BrokerHook(client, s.log)))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -227,9 +231,9 @@ func (s *KafkaSource) Run(ctx context.Context, emit func(Record) error) error {
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: assign})
 
 	run, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer wg.Wait() // after stop, which ends the goroutines
+	defer stop(nil)
 	wg.Add(1)
 	go func() { defer wg.Done(); s.watchTopic(run, adm, stop) }()
 	if cfg.Group != "" {
@@ -340,6 +344,9 @@ func (s *KafkaSource) fetchErrors(ctx context.Context, adm *kadm.Client, client 
 			}
 		case !retriable(err):
 			return fatalf("partition %d: %v: the error is not retriable; fix its cause and run again (a run with a data directory resumes where it stopped)", fe.Partition, err)
+		}
+		if !s.logLimit.allow(fmt.Sprintf("%d %s", fe.Partition, KafkaErrorCause(err))) {
+			continue
 		}
 		s.log.Warn("kafka fetch failed; the client retries", "source", s.cfg.Name, "topic", s.cfg.Topic, "partition", fe.Partition, "cause", KafkaErrorCause(err), "err", err)
 	}

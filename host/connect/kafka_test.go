@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,52 +15,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flowhost/flowhost/host/connect/kafkatest"
 	"github.com/flowhost/flowhost/host/keys"
 )
 
 // The Kafka tests run against an in-process kfake cluster on 127.0.0.1,
-// or, when FLOWHOST_KAFKA_BROKERS is set (host:port,host:port), against
-// that cluster: each test then creates topics of its own, with unique
-// names, and leaves them behind.
-
-var topicSeq atomic.Int64
+// or against FLOWHOST_KAFKA_BROKERS (see package kafkatest).
 
 // testKafka returns the brokers of a cluster holding a fresh topic of
-// partitions partitions, and the topic's name.
+// partitions partitions, and the topic's name. With opts (a cluster with
+// SASL) it only names the topic: the test makes its own client.
 func testKafka(t *testing.T, partitions int, opts ...kfake.Opt) (brokers []string, topic string) {
 	t.Helper()
-	topic = fmt.Sprintf("flowhost-test-%d-%d", time.Now().UnixNano(), topicSeq.Add(1))
-	if env := os.Getenv("FLOWHOST_KAFKA_BROKERS"); env != "" && len(opts) == 0 {
-		brokers = strings.Split(env, ",")
-	} else {
-		c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
-		require.NoError(t, err)
-		t.Cleanup(c.Close)
-		brokers = c.ListenAddrs()
-		if len(opts) > 0 {
-			return brokers, topic // a cluster with SASL: the test makes its own client
-		}
+	brokers = kafkatest.Brokers(t, opts...)
+	if len(opts) > 0 {
+		return brokers, fmt.Sprintf("flowhost-test-%d", time.Now().UnixNano())
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	require.NoError(t, err)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, topic)
-	require.NoError(t, err)
-	require.NoError(t, resp.Err)
-	return brokers, topic
+	return brokers, kafkatest.Topic(t, brokers, partitions, nil)
 }
 
 // produce writes recs synchronously, each to the partition it names.
 func produce(t *testing.T, brokers []string, recs ...*kgo.Record) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	require.NoError(t, err)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
+	kafkatest.Produce(t, brokers, recs...)
 }
 
 // runSource runs src until it has emitted want records and rejected
