@@ -39,7 +39,7 @@ sinks:
 }
 
 // runUntil runs rt until sink holds n records, then stops it.
-func runUntil(t *testing.T, rt *runtime.Runtime, sink *captureSink, n int, while func()) {
+func runUntil(t testing.TB, rt *runtime.Runtime, sink *captureSink, n int, while func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
