@@ -341,3 +341,35 @@ func TestKafkaErrorClasses(t *testing.T) {
 		require.Equal(t, tc.cause, KafkaErrorCause(tc.err), "%v", tc.err)
 	}
 }
+
+// Records come in groups of at most KafkaGroupRecords; the last record of
+// each carries the next offsets after it, and resuming from any group's
+// token reads exactly what follows it.
+func TestKafkaSourceGroupsRecordsUnderOneToken(t *testing.T) {
+	const n = 2*KafkaGroupRecords + 500
+	brokers, topic := testKafka(t, 1)
+	var sent []*kgo.Record
+	for i := range n {
+		sent = append(sent, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))})
+	}
+	produce(t, brokers, sent...)
+	cfg := KafkaSourceConfig{Conn: KafkaConnection{Brokers: brokers}, Topic: topic, Stream: "s", Partitions: 1}
+	all, _ := runSource(t, cfg, n, 0)
+	var tokens []int // indexes of the records with a token
+	size := 0
+	for i, r := range all {
+		require.Equal(t, strconv.Itoa(i), string(r.Payload))
+		size++
+		require.LessOrEqual(t, size, KafkaGroupRecords)
+		if !r.More {
+			require.Equal(t, fmt.Sprintf("[%d]", i+1), string(r.Resume))
+			tokens = append(tokens, i)
+			size = 0
+		}
+	}
+	require.GreaterOrEqual(t, len(tokens), 3)
+	mid := tokens[len(tokens)/2]
+	cfg.Resume = all[mid].Resume
+	rest, _ := runSource(t, cfg, n-mid-1, 0)
+	require.Equal(t, strconv.Itoa(mid+1), string(rest[0].Payload))
+}
