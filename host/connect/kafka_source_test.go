@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -372,4 +373,50 @@ func TestKafkaSourceGroupsRecordsUnderOneToken(t *testing.T) {
 	cfg.Resume = all[mid].Resume
 	rest, _ := runSource(t, cfg, n-mid-1, 0)
 	require.Equal(t, strconv.Itoa(mid+1), string(rest[0].Payload))
+}
+
+// A broker that restarts in the middle of a run (on its port and data
+// directory) is retried: every record is read once, none lost.
+func TestKafkaSourceSurvivesABrokerRestart(t *testing.T) {
+	port, dir := freePort(t), t.TempDir()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(dir))
+	require.NoError(t, err)
+	closeFirst := sync.OnceFunc(c.Close)
+	t.Cleanup(closeFirst)
+	brokers := c.ListenAddrs()
+	topic := kafkatest.Topic(t, brokers, 2, nil)
+	send := func(from, to int) {
+		var recs []*kgo.Record
+		for i := from; i < to; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: []byte(strconv.Itoa(i))})
+		}
+		produce(t, brokers, recs...)
+	}
+	send(0, 10)
+	m := NewKafkaMetrics(prometheus.NewRegistry())
+	src, err := NewKafkaSource(KafkaSourceConfig{Conn: KafkaConnection{Brokers: brokers}, Topic: topic, Name: "in", Stream: "s", Partitions: 2, Metrics: m})
+	require.NoError(t, err)
+	recs, done, stop := runAsync(t, src)
+	seen := map[string]bool{}
+	take := func(n int) {
+		for range n {
+			select {
+			case r := <-recs:
+				require.False(t, seen[string(r.Payload)], "read twice: %s", r.Payload)
+				seen[string(r.Payload)] = true
+			case err := <-done:
+				t.Fatalf("the source stopped: %v", err)
+			}
+		}
+	}
+	take(10)
+	closeFirst()
+	require.Eventually(t, func() bool { return brokerErrors(m) > 0 }, 20*time.Second, 5*time.Millisecond, "the lost broker is counted")
+	c2 := kafkatest.Cluster(t, kfake.Ports(port), kfake.DataDir(dir))
+	require.Equal(t, brokers, c2.ListenAddrs())
+	send(10, 20)
+	take(10)
+	stop()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Len(t, seen, 20)
 }
