@@ -420,3 +420,34 @@ func TestKafkaSourceSurvivesABrokerRestart(t *testing.T) {
 	require.ErrorIs(t, <-done, context.Canceled)
 	require.Len(t, seen, 20)
 }
+
+// read_committed (the default) skips the records of aborted transactions;
+// read_uncommitted reads them too.
+func TestKafkaSourceIsolation(t *testing.T) {
+	brokers, topic := testKafka(t, 1)
+	txn, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("iso-"+topic), kgo.DefaultProduceTopic(topic))
+	require.NoError(t, err)
+	defer txn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		values []string
+		commit kgo.TransactionEndTry
+	}{{[]string{`"c1"`, `"c2"`}, kgo.TryCommit}, {[]string{`"a1"`, `"a2"`}, kgo.TryAbort}, {[]string{`"c3"`}, kgo.TryCommit}} {
+		require.NoError(t, txn.BeginTransaction())
+		for _, v := range tc.values {
+			require.NoError(t, txn.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr())
+		}
+		require.NoError(t, txn.EndTransaction(ctx, tc.commit))
+	}
+	read := func(uncommitted bool, n int) []string {
+		recs, _ := runSource(t, KafkaSourceConfig{Conn: KafkaConnection{Brokers: brokers}, Topic: topic, Stream: "s", Partitions: 1, ReadUncommitted: uncommitted}, n, 0)
+		var got []string
+		for _, r := range recs {
+			got = append(got, string(r.Payload))
+		}
+		return got
+	}
+	require.Equal(t, []string{`"c1"`, `"c2"`, `"c3"`}, read(false, 3))
+	require.Equal(t, []string{`"c1"`, `"c2"`, `"a1"`, `"a2"`, `"c3"`}, read(true, 5))
+}
