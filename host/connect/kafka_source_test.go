@@ -2,11 +2,20 @@ package connect
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -450,4 +459,35 @@ func TestKafkaSourceIsolation(t *testing.T) {
 	}
 	require.Equal(t, []string{`"c1"`, `"c2"`, `"c3"`}, read(false, 3))
 	require.Equal(t, []string{`"c1"`, `"c2"`, `"a1"`, `"a2"`, `"c3"`}, read(true, 5))
+}
+
+// A source reads over TLS, checking the broker against tls.ca_file.
+func TestKafkaSourceOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kfake"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	caFile := filepath.Join(dir, "ca.pem")
+	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	c := kafkatest.Cluster(t, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}),
+		kfake.SeedTopics(1, "secure"))
+	brokers := c.ListenAddrs()
+	conn := KafkaConnection{Brokers: brokers, TLS: &KafkaTLS{CAFile: caFile}}
+	opts, err := KafkaClientOpts(conn)
+	require.NoError(t, err)
+	cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic("secure"))...)
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, cl.ProduceSync(ctx, kgo.StringRecord(`"over tls"`)).FirstErr())
+	recs, _ := runSource(t, KafkaSourceConfig{Conn: conn, Topic: "secure", Stream: "s", Partitions: 1}, 1, 0)
+	require.Equal(t, `"over tls"`, string(recs[0].Payload))
 }
