@@ -48,7 +48,10 @@ type KafkaSourceConfig struct {
 	// ReadUncommitted reads records of open and aborted transactions too;
 	// by default the source reads committed records only.
 	ReadUncommitted bool
-	EventTime       EventTimeSource
+	// Format is how a value is read: json (also ""), whose event time
+	// may be a field of it, or raw (see [SourceFormat]).
+	Format    SourceFormat
+	EventTime EventTimeSource
 	// Reject receives the records that cannot be decoded (a value that is
 	// not JSON, an event time that cannot be read), named by topic,
 	// partition and offset. Nil: the first one stops the run.
@@ -67,7 +70,8 @@ type KafkaSourceConfig struct {
 // run continues exactly after the last record it committed, whatever the
 // start position or the consumer group's offsets say.
 type KafkaSource struct {
-	cfg KafkaSourceConfig
+	cfg     KafkaSourceConfig
+	decoder *RecordDecoder
 }
 
 // NewKafkaSource checks cfg; it does not connect.
@@ -93,7 +97,20 @@ func NewKafkaSource(cfg KafkaSourceConfig) (*KafkaSource, error) {
 	if f := cfg.EventTime.Format; (cfg.EventTime.Field != "" || cfg.EventTime.Header != "") && !validTimeFormat(f) {
 		return nil, fmt.Errorf("kafka source: event time format %q is unknown", f)
 	}
-	return &KafkaSource{cfg: cfg}, nil
+	if cfg.Format == "" {
+		cfg.Format = SourceJSON
+	}
+	if cfg.Format == SourceEnvelope {
+		return nil, errors.New("kafka source: a record's write time is its Kafka timestamp; format envelope is for file and HTTP sources")
+	}
+	if cfg.EventTime.Field != "" && cfg.EventTime.Header != "" {
+		return nil, errors.New("kafka source: the event time is in a field or a header, not both")
+	}
+	d, err := NewRecordDecoder(cfg.Format, EventTimeSource{Field: cfg.EventTime.Field, Format: cfg.EventTime.Format})
+	if err != nil {
+		return nil, fmt.Errorf("kafka source: %w", err)
+	}
+	return &KafkaSource{cfg: cfg, decoder: d}, nil
 }
 
 // Run reads the topic until ctx is cancelled. It fails at once when the
@@ -168,11 +185,9 @@ func (s *KafkaSource) handle(r *kgo.Record, next []int64, emit func(Record) erro
 		Write: r.Timestamp.UnixNano(), HasWrite: true,
 		Payload: r.Value, Origin: origin, Resume: kafkaResume(next),
 	}
-	var event int64
-	var err error
-	if !json.Valid(r.Value) {
-		err = errors.New("the value is not JSON")
-	} else {
+	lr, err := s.decoder.Decode(r.Value)
+	event := lr.Event
+	if err == nil && !lr.HasEvent {
 		event, err = s.eventTime(r)
 	}
 	if err != nil {
@@ -182,11 +197,12 @@ func (s *KafkaSource) handle(r *kgo.Record, next []int64, emit func(Record) erro
 		}
 		return s.cfg.Reject(rej)
 	}
-	rec.Event, rec.HasEvent = event, true
+	rec.Payload, rec.Event, rec.HasEvent = lr.Payload, event, true
 	return emit(rec)
 }
 
-// eventTime returns the event time of r.
+// eventTime returns the event time of r when its value has none (the
+// decoder reads a field): from the header, or the Kafka timestamp.
 func (s *KafkaSource) eventTime(r *kgo.Record) (int64, error) {
 	et := &s.cfg.EventTime
 	switch {
@@ -201,20 +217,6 @@ func (s *KafkaSource) eventTime(r *kgo.Record) (int64, error) {
 			}
 		}
 		return 0, fmt.Errorf("no header %s (the event time)", et.Header)
-	case et.Field != "":
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(r.Value, &fields); err != nil {
-			return 0, fmt.Errorf("the value is not a JSON object with the event time field %s: %v", et.Field, err)
-		}
-		raw, ok := fields[et.Field]
-		if !ok {
-			return 0, fmt.Errorf("no field %s (the event time)", et.Field)
-		}
-		t, err := parseEventTimeJSON(raw, et.Format)
-		if err != nil {
-			return 0, fmt.Errorf("field %s: %w", et.Field, err)
-		}
-		return t, nil
 	}
 	return r.Timestamp.UnixNano(), nil
 }
