@@ -80,12 +80,13 @@ func (d *RecordDecoder) Decode(data []byte) (LineRecord, error) {
 // event time from that top-level field.
 func parseJSONRecord(data []byte, field, timeFormat string) (LineRecord, error) {
 	if !json.Valid(data) {
-		col, se := syntaxColumn(data)
-		if se == nil { // Valid and Unmarshal disagree only on nothing at all
-			col = 1
-		}
 		if len(bytes.TrimSpace(data)) == 0 {
 			return LineRecord{}, &LineError{Column: 1, Err: errors.New("the payload is empty, which is not JSON")}
+		}
+		col, se := syntaxColumn(data)
+		if se == nil || se.Error() == "unexpected end of JSON input" {
+			// Unmarshal puts the end of the input at its last byte.
+			return LineRecord{}, &LineError{Column: len(data) + 1, Err: errors.New("the payload is not JSON: it ends inside a JSON value")}
 		}
 		return LineRecord{}, &LineError{Column: col, Err: fmt.Errorf("the payload is not JSON: %v", se)}
 	}
