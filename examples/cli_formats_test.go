@@ -1,9 +1,12 @@
 package examples_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -99,4 +102,59 @@ sinks:
 	run()
 	require.Equal(t, strings.Join(rawLines, "\n")+"\n", read("lines.out"), "a second run on the data directory writes nothing again")
 	require.Len(t, deadLetters(t, spec), 1)
+}
+
+// TestCLIHTTPJSONToHTTPPayload runs an HTTP source in format json into an
+// HTTP sink in format payload, on a data directory: a subscriber reads the
+// posted lines back as they were, a bad line is refused at its line and
+// column, and after a restart the same lines come from the sink's log in
+// the store, byte for byte.
+func TestCLIHTTPJSONToHTTPPayload(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "json-http.yaml")
+	require.NoError(t, os.WriteFile(spec, []byte(`name: json-http
+sources:
+  - name: orders
+    type: http
+    stream: orders
+    format: json
+    event_time: {field: ts, format: unix_ms}
+    http: {listen: "127.0.0.1:0", path: /ingest}
+sinks:
+  - {name: out, type: http, streams: [orders], format: payload, http: {listen: "127.0.0.1:0", path: /out}}
+`), 0o644))
+	data := t.TempDir()
+	sinkLine := regexp.MustCompile(`"http sink listening" sink=out url=(\S+)`)
+	posted := []string{`{"id":1,"ts":1714557600000}`, `{"id":2, "ts":1714557600001, "note":"spaces kept"}`, `{"id":3,"ts":"1714557600002"}`}
+	readLines := func(t *testing.T, url string, n int) []string {
+		t.Helper()
+		res, err := http.Get(url + "?from=0")
+		require.NoError(t, err)
+		defer res.Body.Close()
+		require.Equal(t, "text/plain", res.Header.Get("Content-Type"))
+		r := bufio.NewReader(res.Body)
+		var got []string
+		for range n {
+			line, err := r.ReadString('\n')
+			require.NoError(t, err)
+			got = append(got, strings.TrimSuffix(line, "\n"))
+		}
+		return got
+	}
+
+	first := startHTTPRun(t, spec, data)
+	status, answer := postIngest(t, first.url, "", `{"id":9,"ts":1}`+"\n"+`{"id":10,"ts":}`+"\n")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Len(t, answer.Refused, 1)
+	require.Equal(t, 2, answer.Refused[0].Line)
+	require.Equal(t, 15, answer.Refused[0].Column)
+	status, answer = postIngest(t, first.url, "", strings.Join(posted, "\n"))
+	require.Equal(t, http.StatusOK, status, "%+v", answer)
+	require.Equal(t, posted, readLines(t, first.waitStderr(t, sinkLine), len(posted)))
+	first.stop(t)
+
+	second := startHTTPRun(t, spec, data)
+	require.Equal(t, posted, readLines(t, second.waitStderr(t, sinkLine), len(posted)), "from the sink's log after a restart")
+	second.stop(t)
 }
