@@ -447,3 +447,34 @@ func FuzzRawRecordDecoder(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRecordDecoder decodes the same record in each format: the
+// envelope (what file and HTTP sources read before formats) is the
+// baseline to compare the others with, in the same run.
+func BenchmarkRecordDecoder(b *testing.B) {
+	payload := `{"order_id":"o-1234567","customer":{"id":987654},"amount":129.95,"ts":1714557599000}`
+	for _, bc := range []struct {
+		name   string
+		format SourceFormat
+		et     EventTimeSource
+		line   string
+	}{
+		{"envelope", SourceEnvelope, EventTimeSource{}, `{"write_ts":1714557600000000000,"event_ts":1714557599000000000,"payload":` + payload + `}`},
+		{"json", SourceJSON, EventTimeSource{}, payload},
+		{"json-event-field", SourceJSON, EventTimeSource{Field: "ts", Format: "unix_ms"}, payload},
+		{"raw", SourceRaw, EventTimeSource{}, payload},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			d, err := NewRecordDecoder(bc.format, bc.et)
+			require.NoError(b, err)
+			line := []byte(bc.line)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				if _, err := d.Decode(line); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
