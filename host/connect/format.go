@@ -66,18 +66,26 @@ func (d *RecordDecoder) Format() SourceFormat { return d.format }
 // json when data is not valid JSON (at the column of the fault) or, with
 // an event time field, when the payload is not an object with that field
 // holding a time in the format. Format raw never fails.
-func (d *RecordDecoder) Decode(data []byte) (LineRecord, error) {
+func (d *RecordDecoder) Decode(data []byte) (LineRecord, error) { return d.decode(data, true) }
+
+// decode is Decode, with a payload that is data itself unless clone: a
+// Kafka record's value is the source's already, a line is the reader's
+// buffer.
+func (d *RecordDecoder) decode(data []byte, clone bool) (LineRecord, error) {
+	if clone && d.format != SourceEnvelope { // ParseLine copies the payload itself
+		data = bytes.Clone(data)
+	}
 	switch d.format {
 	case SourceJSON:
 		return parseJSONRecord(data, d.field, d.timeFormat)
 	case SourceRaw:
-		return LineRecord{Payload: bytes.Clone(data)}, nil
+		return LineRecord{Payload: data}, nil
 	}
 	return ParseLine(data)
 }
 
-// parseJSONRecord reads a JSON payload and, when field is not empty, its
-// event time from that top-level field.
+// parseJSONRecord reads a JSON payload, data itself, and, when field is
+// not empty, its event time from that top-level field.
 func parseJSONRecord(data []byte, field, timeFormat string) (LineRecord, error) {
 	if !json.Valid(data) {
 		if len(bytes.TrimSpace(data)) == 0 {
@@ -90,7 +98,7 @@ func parseJSONRecord(data []byte, field, timeFormat string) (LineRecord, error) 
 		}
 		return LineRecord{}, &LineError{Column: col, Err: fmt.Errorf("the payload is not JSON: %v", se)}
 	}
-	rec := LineRecord{Payload: bytes.Clone(data)}
+	rec := LineRecord{Payload: data}
 	if field == "" {
 		return rec, nil
 	}

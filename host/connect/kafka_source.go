@@ -185,7 +185,7 @@ func (s *KafkaSource) handle(r *kgo.Record, next []int64, emit func(Record) erro
 		Write: r.Timestamp.UnixNano(), HasWrite: true,
 		Payload: r.Value, Origin: origin, Resume: kafkaResume(next),
 	}
-	lr, err := s.decoder.Decode(r.Value)
+	lr, err := s.decoder.decode(r.Value, false)
 	event := lr.Event
 	if err == nil && !lr.HasEvent {
 		event, err = s.eventTime(r)
