@@ -2,16 +2,21 @@ package examples_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flowhost/flowhost/host/connect"
 )
@@ -157,4 +162,71 @@ sinks:
 	second := startHTTPRun(t, spec, data)
 	require.Equal(t, posted, readLines(t, second.waitStderr(t, sinkLine), len(posted)), "from the sink's log after a restart")
 	second.stop(t)
+}
+
+// TestCLIKafkaRawAndJSON runs a kafka source in format raw and one in
+// format json (the default, its event time in a header) into file sinks:
+// raw values of any bytes arrive as they are, with the Kafka timestamp as
+// event time; the json value that is not JSON goes to the dead letter
+// named by topic/partition@offset.
+func TestCLIKafkaRawAndJSON(t *testing.T) {
+	brokers, rawTopic := kafkaTopic(t, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	require.NoError(t, err)
+	defer cl.Close()
+	jsonTopic := rawTopic + "-json"
+	resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, nil, jsonTopic)
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	ts := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	rawValues := []string{"plain text", "two\nlines", "\x00\xff", `{"a": 1}`}
+	var recs []*kgo.Record
+	for _, v := range rawValues {
+		recs = append(recs, &kgo.Record{Topic: rawTopic, Timestamp: ts, Value: []byte(v)})
+	}
+	at := []kgo.RecordHeader{{Key: "at", Value: []byte("1714557600000")}}
+	recs = append(recs,
+		&kgo.Record{Topic: jsonTopic, Timestamp: ts, Value: []byte(`{"n":1}`), Headers: at},
+		&kgo.Record{Topic: jsonTopic, Timestamp: ts, Value: []byte(`not json`), Headers: at},
+		&kgo.Record{Topic: jsonTopic, Timestamp: ts, Value: []byte(`{"n":3}`), Headers: at})
+	require.NoError(t, cl.ProduceSync(context.Background(), recs...).FirstErr())
+
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "pipeline.yaml")
+	require.NoError(t, os.WriteFile(spec, fmt.Appendf(nil, `name: kafka-formats
+sources:
+  - {name: raw-in, type: kafka, stream: raw, format: raw, kafka: {brokers: [%[1]q], topic: %[2]s}}
+  - {name: json-in, type: kafka, stream: js, event_time: {header: at, format: unix_ms}, kafka: {brokers: [%[1]q], topic: %[3]s}}
+sinks:
+  - {name: raw-out, type: file, streams: [raw], file: {path: raw.jsonl}}
+  - {name: json-out, type: file, streams: [js], format: payload, file: {path: js.out}}
+`, brokers[0], rawTopic, jsonTopic), 0o644))
+	run := startFlowhost(t, "run", "-f", spec, "--data-dir", filepath.Join(dir, "data"), "--metrics-addr", "")
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, name)) // absent until the sink opens it
+		return string(b)
+	}
+	run.waitFor(t, "every record in the sinks and the dead letter", func() bool {
+		return strings.Count(read("raw.jsonl"), "\n") == len(rawValues) && strings.Count(read("js.out"), "\n") == 2 &&
+			len(deadLetters(t, spec)) == 1
+	})
+	require.NoError(t, run.cmd.Process.Signal(syscall.SIGTERM))
+	require.Zero(t, run.waitExit(t), "stderr:\n%s", run.log())
+
+	for i, l := range lines(read("raw.jsonl")) {
+		var r connect.SinkRecord
+		require.NoError(t, json.Unmarshal([]byte(l), &r))
+		p, err := r.PayloadBytes()
+		require.NoError(t, err)
+		if r.PayloadEncoding == "" {
+			require.JSONEq(t, rawValues[i], string(p))
+		} else {
+			require.Equal(t, rawValues[i], string(p), "a raw value arrives as it is")
+		}
+		require.Equal(t, ts.UnixNano(), r.EventTS, "a raw record's event time is the Kafka timestamp")
+	}
+	require.Equal(t, "{\"n\":1}\n{\"n\":3}\n", read("js.out"))
+	dead := deadLetters(t, spec)
+	require.Equal(t, fmt.Sprintf("kafka:%s/0@1", jsonTopic), dead[0]["origin"])
+	require.Contains(t, dead[0]["error"], fmt.Sprintf("topic %s partition 0 offset 1: column 2: the payload is not JSON: invalid character", jsonTopic))
 }
