@@ -105,22 +105,32 @@ var ErrPayloadNewline = errors.New("the payload is not JSON and holds a newline,
 // is compacted onto one (the same JSON value); one that is not JSON and
 // holds a newline is refused with [ErrPayloadNewline].
 func (r *SinkRecord) appendPayloadLine(dst *bytes.Buffer) error {
-	p, err := r.PayloadBytes()
+	p, err := r.payloadLineBytes()
 	if err != nil {
 		return err
 	}
-	switch {
-	case bytes.IndexByte(p, '\n') < 0:
+	if bytes.IndexByte(p, '\n') < 0 {
 		dst.Write(p)
-	case r.PayloadEncoding == "": // valid JSON, see NewSinkRecord
-		if err := json.Compact(dst, p); err != nil {
-			return err
-		}
-	default:
-		return ErrPayloadNewline
+	} else if err := json.Compact(dst, p); err != nil {
+		return err
 	}
 	dst.WriteByte('\n')
 	return nil
+}
+
+// payloadLineBytes returns the payload bytes of r, or [ErrPayloadNewline]
+// when format payload cannot write them as one line.
+func (r *SinkRecord) payloadLineBytes() ([]byte, error) {
+	p, err := r.PayloadBytes()
+	if err != nil {
+		return nil, err
+	}
+	// A payload without encoding is valid JSON (see NewSinkRecord), which
+	// compacts onto one line.
+	if r.PayloadEncoding != "" && bytes.IndexByte(p, '\n') >= 0 {
+		return nil, ErrPayloadNewline
+	}
+	return p, nil
 }
 
 // Line returns r as one line in format json ([SinkRecord.JSONLine]) or
@@ -242,6 +252,15 @@ func (s *WriterSink) Write(ctx context.Context, records []SinkRecord) error {
 	defer s.mu.Unlock()
 	if s.closed {
 		return errors.New("sink: write after close")
+	}
+	if s.format == FormatPayload {
+		// Refuse a batch before writing any of it, so that no part of a
+		// refused batch is left behind in the writer.
+		for i := range records {
+			if _, err := records[i].payloadLineBytes(); err != nil {
+				return fmt.Errorf("sink: record %s: %w", records[i].MessageID, err)
+			}
+		}
 	}
 	for i := range records {
 		s.line.Reset()
