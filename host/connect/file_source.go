@@ -22,17 +22,34 @@ const DefaultMaxLineBytes = 1 << 20
 type intake struct {
 	stream      string
 	partitioner *Partitioner
+	decoder     *RecordDecoder
 }
 
-func newIntake(stream string, partitions int, partitionBy []string) (intake, error) {
+func newIntake(stream string, partitions int, partitionBy []string, format SourceFormat, et EventTimeSource) (intake, error) {
 	if err := ordering.CheckName(stream); err != nil {
 		return intake{}, fmt.Errorf("stream: %w", err)
+	}
+	if et.Header != "" {
+		return intake{}, errors.New("only Kafka records have headers; the event time comes from a field of the JSON payload")
+	}
+	d, err := NewRecordDecoder(format, et)
+	if err != nil {
+		return intake{}, err
+	}
+	if d.Format() == SourceRaw && len(partitionBy) > 0 {
+		return intake{}, errors.New("format raw payloads are not JSON, so partition_by cannot read fields of them")
 	}
 	p, err := NewPartitioner(partitions, partitionBy)
 	if err != nil {
 		return intake{}, err
 	}
-	return intake{stream: stream, partitioner: p}, nil
+	return intake{stream: stream, partitioner: p, decoder: d}, nil
+}
+
+// skips reports whether line carries no record: a blank line does not,
+// except in format raw, where every line is a record, as it is.
+func (in *intake) skips(line []byte) bool {
+	return in.decoder.Format() != SourceRaw && len(bytes.TrimSpace(line)) == 0
 }
 
 // parse reads one line whose origin is "name:line". On failure it returns
@@ -40,10 +57,10 @@ func newIntake(stream string, partitions int, partitionBy []string) (intake, err
 // is not at a column, e.g. a missing key field) and the record field at
 // fault, if any.
 func (in *intake) parse(line []byte, origin string) (Record, *Rejection, lineFault) {
-	lr, err := ParseLine(line)
+	lr, err := in.decoder.Decode(line)
 	if err != nil {
 		var le *LineError
-		errors.As(err, &le) // ParseLine only returns *LineError
+		errors.As(err, &le) // Decode only returns *LineError
 		return Record{}, &Rejection{
 			Origin: origin + ":" + strconv.Itoa(le.Column),
 			Stage:  StageIngest,
@@ -71,9 +88,13 @@ type lineFault struct {
 
 // FileSourceConfig configures a [FileSource].
 type FileSourceConfig struct {
-	// Path is the JSON-lines file to replay; it also names records'
-	// origins ("PATH:LINE").
+	// Path is the file to replay, one record a line; it also names
+	// records' origins ("PATH:LINE").
 	Path string
+	// Format is how a line is read ("" is [SourceEnvelope]); EventTime
+	// (its Field, for format json) where the event time is.
+	Format    SourceFormat
+	EventTime EventTimeSource
 	// Stream is the source stream; Partitions (at least 1) its partition
 	// count; PartitionBy the fields that choose a partition (none: round
 	// robin).
@@ -109,8 +130,9 @@ type FileProgress struct {
 	Records, Rejected int64
 }
 
-// FileSource replays a file in the record line format (see the package
-// documentation). Blank lines are skipped; "\r\n" line ends are accepted.
+// FileSource replays a file of records, one a line, in its format (see the
+// package documentation). Blank lines are skipped, except in format raw;
+// "\r\n" line ends are accepted, and are not part of a record.
 type FileSource struct {
 	cfg    FileSourceConfig
 	intake intake
@@ -121,7 +143,7 @@ func NewFileSource(cfg FileSourceConfig) (*FileSource, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("file source: path is empty")
 	}
-	in, err := newIntake(cfg.Stream, cfg.Partitions, cfg.PartitionBy)
+	in, err := newIntake(cfg.Stream, cfg.Partitions, cfg.PartitionBy, cfg.Format, cfg.EventTime)
 	if err != nil {
 		return nil, fmt.Errorf("file source %s: %w", cfg.Path, err)
 	}
@@ -180,8 +202,7 @@ func (s *FileSource) Run(ctx context.Context, emit func(Record) error) error {
 				Err:    fmt.Errorf("line is longer than %d bytes (dead letter keeps its start)", s.cfg.MaxLineBytes),
 				Record: bytes.Clone(line),
 			}
-		case len(bytes.TrimSpace(line)) == 0:
-			// Blank lines carry no record.
+		case s.intake.skips(line):
 		default:
 			var rec Record
 			rec, rej, _ = s.intake.parse(line, origin)

@@ -59,7 +59,7 @@ type Generator struct {
 
 // NewGenerator checks cfg.
 func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
-	in, err := newIntake(cfg.Stream, cfg.Partitions, cfg.PartitionBy)
+	in, err := newIntake(cfg.Stream, cfg.Partitions, cfg.PartitionBy, SourceEnvelope, EventTimeSource{})
 	if err != nil {
 		return nil, fmt.Errorf("generator: %w", err)
 	}

@@ -48,12 +48,15 @@ type HTTPSinkConfig struct {
 	// BearerToken, if not empty, is the token every subscriber must send
 	// as "Authorization: Bearer TOKEN"; others get 401.
 	BearerToken string
+	// Format is what a line holds: [FormatJSON] (also "", the record with
+	// every timestamp and id) or [FormatPayload] (the payload alone).
+	Format Format
 }
 
 // SinkLog is the durable, numbered log of a sink's records, which an
 // HTTP sink serves records from that its ring no longer holds.
 //
-// Its records are the lines of [SinkRecord.JSONLine], numbered without
+// Its records are the lines of [HTTPSink.Line], numbered without
 // gaps; retention deletes them only from the oldest end. A record must be
 // in the log before [HTTPSink.Write] is called with it, so that the log
 // holds every record the ring holds, retention aside.
@@ -71,7 +74,8 @@ type SinkLog interface {
 //
 //	GET PATH[?from=N]
 //
-// streams records as JSON lines (chunked, flushed after every batch) until
+// streams records as lines in the sink's format (chunked, flushed after
+// every batch; application/x-ndjson for json, text/plain for payload) until
 // the client leaves or the sink closes. Records are numbered in the order
 // written, continuing from [HTTPSinkConfig.Next]; the response header
 // X-First-Record gives the number of the first line sent, so that a client
@@ -155,6 +159,13 @@ func NewHTTPSink(cfg HTTPSinkConfig) (*HTTPSink, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	switch cfg.Format {
+	case "":
+		cfg.Format = FormatJSON
+	case FormatJSON, FormatPayload:
+	default:
+		return nil, fmt.Errorf("http sink: format %q is unknown (want json or payload)", cfg.Format)
+	}
 	ln, err := listenEndpoint(cfg.Addr, cfg.TLS)
 	if err != nil {
 		return nil, err
@@ -174,6 +185,11 @@ func NewHTTPSink(cfg HTTPSinkConfig) (*HTTPSink, error) {
 // Addr returns the address the sink listens on.
 func (s *HTTPSink) Addr() net.Addr { return s.ln.Addr() }
 
+// Line returns r as the sink serves it, in its format (see
+// [SinkRecord.Line]): what a runtime stores in the [SinkLog] is byte for
+// byte what the sink serves live.
+func (s *HTTPSink) Line(r *SinkRecord) ([]byte, error) { return r.Line(s.cfg.Format) }
+
 // Subscribers returns how many clients are subscribed.
 func (s *HTTPSink) Subscribers() int {
 	s.mu.Lock()
@@ -192,7 +208,7 @@ func (s *HTTPSink) Write(ctx context.Context, records []SinkRecord) error {
 	// Encoded before taking the lock: subscribers wait on it.
 	lines := make([][]byte, len(records))
 	for i := range records {
-		line, err := records[i].JSONLine()
+		line, err := s.Line(&records[i])
 		if err != nil {
 			return fmt.Errorf("http sink: record %s: %w", records[i].MessageID, err)
 		}
@@ -323,7 +339,11 @@ func (s *HTTPSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	w.Header().Set("Content-Type", "application/x-ndjson")
+	if s.cfg.Format == FormatPayload {
+		w.Header().Set("Content-Type", "text/plain")
+	} else {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+	}
 	w.Header().Set("X-First-Record", strconv.FormatInt(sub.cursor, 10))
 	w.WriteHeader(http.StatusOK)
 	if err := sub.rc.Flush(); err != nil {

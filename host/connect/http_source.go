@@ -41,6 +41,10 @@ type HTTPSourceConfig struct {
 	Stream      string
 	Partitions  int
 	PartitionBy []string
+	// Format is how a line is read ("" is [SourceEnvelope]); EventTime
+	// (its Field, for format json) where the event time is.
+	Format    SourceFormat
+	EventTime EventTimeSource
 	// MaxBodyBytes bounds a request body (default [DefaultMaxBodyBytes]);
 	// larger bodies get 413 and nothing of them is accepted.
 	MaxBodyBytes int64
@@ -63,9 +67,12 @@ type HTTPSourceConfig struct {
 //
 //	POST PATH
 //
-// with a body of record lines (see the package documentation) or, when the
-// body's first non-space byte is '[', a JSON array of record objects (the
-// Content-Type is not consulted).
+// with a body of records, one a line, in the source's format (see the
+// package documentation) or, in format envelope when the body's first
+// non-space byte is '[', a JSON array of record objects (the Content-Type
+// is not consulted). In formats json and raw a body is always lines: a
+// line "[1,2]" is one payload. Blank lines are not records, except in
+// format raw.
 //
 // A request is accepted whole or not at all. Its body is read to its end
 // and every record checked before any is handed to the host; a body that
@@ -116,7 +123,7 @@ func NewHTTPSource(cfg HTTPSourceConfig) (*HTTPSource, error) {
 	if cfg.Path == "" || cfg.Path[0] != '/' {
 		return nil, fmt.Errorf("http source: path %q must start with '/'", cfg.Path)
 	}
-	in, err := newIntake(cfg.Stream, cfg.Partitions, cfg.PartitionBy)
+	in, err := newIntake(cfg.Stream, cfg.Partitions, cfg.PartitionBy, cfg.Format, cfg.EventTime)
 	if err != nil {
 		return nil, fmt.Errorf("http source: %w", err)
 	}
@@ -333,7 +340,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // well-formed array at all.
 func (s *HTTPSource) decodeBody(body []byte, origin string) (records []Record, refused []refusal, bodyErr error) {
 	var items []ingestItem
-	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' && s.intake.decoder.Format() == SourceEnvelope {
 		if items, bodyErr = s.parseArray(body, origin); bodyErr != nil {
 			return nil, nil, bodyErr
 		}
@@ -366,7 +373,7 @@ func (s *HTTPSource) parseLines(body []byte, origin string) []ingestItem {
 			body = nil
 		}
 		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(bytes.TrimSpace(line)) == 0 {
+		if s.intake.skips(line) {
 			continue
 		}
 		items = append(items, s.item(line, origin+":"+strconv.Itoa(lineNo), lineNo, 1, nil))

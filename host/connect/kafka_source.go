@@ -62,7 +62,10 @@ type KafkaSourceConfig struct {
 	// ReadUncommitted reads records of open and aborted transactions too;
 	// by default the source reads committed records only.
 	ReadUncommitted bool
-	EventTime       EventTimeSource
+	// Format is how a value is read: json (also ""), whose event time
+	// may be a field of it, or raw (see [SourceFormat]).
+	Format    SourceFormat
+	EventTime EventTimeSource
 	// Reject receives the records that cannot be decoded (a value that is
 	// not JSON, an event time that cannot be read), named by topic,
 	// partition and offset. Nil: the first one stops the run.
@@ -86,7 +89,8 @@ type KafkaSourceConfig struct {
 // CreateTime otherwise; the host keeps it non-decreasing per partition),
 // its EventTimestamp the configured one, its key the Kafka key (as
 // [keys.OfBytes] writes it; no key, no message key), its payload the
-// Kafka value, which must be JSON.
+// Kafka value in the source's format (json: it must be JSON; raw: its
+// bytes as they are).
 //
 // The records are emitted in all-or-nothing groups ([Record.More]) of at
 // most [KafkaGroupRecords]: the last record of a group carries the next
@@ -102,6 +106,7 @@ type KafkaSourceConfig struct {
 // Kafka no longer holds) ends Run with an error that says what to do.
 type KafkaSource struct {
 	cfg      KafkaSourceConfig
+	decoder  *RecordDecoder
 	log      *slog.Logger
 	logLimit logLimit // of fetch warnings
 
@@ -141,10 +146,23 @@ func NewKafkaSource(cfg KafkaSourceConfig) (*KafkaSource, error) {
 	if f := cfg.EventTime.Format; (cfg.EventTime.Field != "" || cfg.EventTime.Header != "") && !validTimeFormat(f) {
 		return nil, fmt.Errorf("kafka source: event time format %q is unknown", f)
 	}
+	if cfg.Format == "" {
+		cfg.Format = SourceJSON
+	}
+	if cfg.Format == SourceEnvelope {
+		return nil, errors.New("kafka source: a record's write time is its Kafka timestamp; format envelope is for file and HTTP sources")
+	}
+	if cfg.EventTime.Field != "" && cfg.EventTime.Header != "" {
+		return nil, errors.New("kafka source: the event time is in a field or a header, not both")
+	}
+	d, err := NewRecordDecoder(cfg.Format, EventTimeSource{Field: cfg.EventTime.Field, Format: cfg.EventTime.Format})
+	if err != nil {
+		return nil, fmt.Errorf("kafka source: %w", err)
+	}
 	if cfg.MetadataInterval <= 0 {
 		cfg.MetadataInterval = 30 * time.Second
 	}
-	s := &KafkaSource{cfg: cfg, log: cfg.Logger, lag: make([]int64, cfg.Partitions), commitWake: make(chan struct{}, 1)}
+	s := &KafkaSource{cfg: cfg, decoder: d, log: cfg.Logger, lag: make([]int64, cfg.Partitions), commitWake: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -505,11 +523,9 @@ func (s *KafkaSource) handle(r *kgo.Record, next []int64, chunk *[]Record) error
 		Write: r.Timestamp.UnixNano(), HasWrite: true,
 		Payload: r.Value, Origin: origin, Key: keys.OfBytes(r.Key),
 	}
-	var event int64
-	var err error
-	if !json.Valid(r.Value) {
-		err = errors.New("the value is not JSON")
-	} else {
+	lr, err := s.decoder.decode(r.Value, false)
+	event := lr.Event
+	if err == nil && !lr.HasEvent {
 		event, err = s.eventTime(r)
 	}
 	if err != nil {
@@ -519,12 +535,13 @@ func (s *KafkaSource) handle(r *kgo.Record, next []int64, chunk *[]Record) error
 		}
 		return s.cfg.Reject(rej)
 	}
-	rec.Event, rec.HasEvent = event, true
+	rec.Payload, rec.Event, rec.HasEvent = lr.Payload, event, true
 	*chunk = append(*chunk, rec)
 	return nil
 }
 
-// eventTime returns the event time of r.
+// eventTime returns the event time of r when its value has none (the
+// decoder reads a field): from the header, or the Kafka timestamp.
 func (s *KafkaSource) eventTime(r *kgo.Record) (int64, error) {
 	et := &s.cfg.EventTime
 	switch {
@@ -539,20 +556,6 @@ func (s *KafkaSource) eventTime(r *kgo.Record) (int64, error) {
 			}
 		}
 		return 0, fmt.Errorf("no header %s (the event time)", et.Header)
-	case et.Field != "":
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(r.Value, &fields); err != nil {
-			return 0, fmt.Errorf("the value is not a JSON object with the event time field %s: %v", et.Field, err)
-		}
-		raw, ok := fields[et.Field]
-		if !ok {
-			return 0, fmt.Errorf("no field %s (the event time)", et.Field)
-		}
-		t, err := parseEventTimeJSON(raw, et.Format)
-		if err != nil {
-			return 0, fmt.Errorf("field %s: %w", et.Field, err)
-		}
-		return t, nil
 	}
 	return r.Timestamp.UnixNano(), nil
 }

@@ -1,11 +1,31 @@
 // Package connect is the edge of flowhost's data path: sources that bring
-// records in (file replay, HTTP ingest, a generator), sinks that hand
-// committed outputs out (file, stdout, HTTP subscribers), and the dead
-// letter that keeps every record the host refused.
+// records in (file replay, HTTP ingest, Kafka, a generator), sinks that
+// hand committed outputs out (file, stdout, HTTP subscribers, Kafka), and
+// the dead letter that keeps every record the host refused.
+//
+// # Source formats
+//
+// File and HTTP sources read records one a line ("\n" or "\r\n" ends a
+// line and is not part of it), a Kafka source one a record value; a
+// [SourceFormat] says what the bytes are, and one [RecordDecoder] reads
+// them for every source:
+//
+//   - [SourceEnvelope] (the default of file and HTTP sources): the record
+//     line format below, which carries timestamps and an idempotency key;
+//   - [SourceJSON] (the default of Kafka sources): the bytes are the
+//     payload and must be valid JSON; the event time may be a top-level
+//     field of it ([EventTimeSource], parsed by [ParseEventTime]) or, for
+//     Kafka, a header;
+//   - [SourceRaw]: the bytes are the payload, as they are; the event time
+//     is the Kafka timestamp (or a header) or the arrival.
+//
+// Without an envelope a file or HTTP record has no write time of its own
+// (the host stamps its arrival) and no id. Blank lines are skipped except
+// in format raw, where every line is a record.
 //
 // # Record line format
 //
-// Files and HTTP ingest share one format: JSON lines, each an object
+// Format envelope is JSON lines, each an object
 //
 //	{"write_ts": 1714557600000000000, "event_ts": 1714557599000000000, "id": "order-17", "payload": {...}}
 //
@@ -20,10 +40,19 @@
 //
 // Bad lines never stop a file source and are never dropped silently: each
 // goes to the dead letter ([Rejection]) with file:line:column and the
-// error. Only a failing dead letter stops the run (as does the first bad
-// line of a source configured without one). An HTTP request with a bad
-// line is refused whole, and its answer says what is wrong where (see
-// [HTTPSource]).
+// error; a Kafka record that cannot be decoded goes there with
+// topic/partition@offset. Only a failing dead letter stops the run (as
+// does the first bad record of a source configured without one). An HTTP
+// request with a bad line is refused whole, and its answer says what is
+// wrong where (see [HTTPSource]).
+//
+// # Sink formats
+//
+// Sinks write a record as [FormatJSON] (the [SinkRecord] with every
+// timestamp and id, one object a line), [FormatPayload] (the payload
+// alone, one a line; a payload that is not JSON and holds a newline is
+// refused with [ErrPayloadNewline] rather than split) or, for people,
+// [FormatText]. A Kafka sink's value is the JSON record or the payload.
 package connect
 
 import (

@@ -93,6 +93,63 @@ func (r *SinkRecord) JSONLine() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// ErrPayloadNewline is why a line sink in format payload refuses a record:
+// its payload is not JSON (which the sink would compact onto one line) and
+// holds a newline, so it cannot be written as one line without changing
+// it. The run stops rather than split or alter the record; a json sink
+// (which writes such a payload in base64) or a kafka sink take it as it is.
+var ErrPayloadNewline = errors.New("the payload is not JSON and holds a newline, so format payload cannot write it as one line; use format json (which writes it in base64) or a kafka sink")
+
+// appendPayloadLine appends r's payload bytes and a newline. A payload is
+// written as it is, except that a JSON payload written over several lines
+// is compacted onto one (the same JSON value); one that is not JSON and
+// holds a newline is refused with [ErrPayloadNewline].
+func (r *SinkRecord) appendPayloadLine(dst *bytes.Buffer) error {
+	p, err := r.payloadLineBytes()
+	if err != nil {
+		return err
+	}
+	if bytes.IndexByte(p, '\n') < 0 {
+		dst.Write(p)
+	} else if err := json.Compact(dst, p); err != nil {
+		return err
+	}
+	dst.WriteByte('\n')
+	return nil
+}
+
+// payloadLineBytes returns the payload bytes of r, or [ErrPayloadNewline]
+// when format payload cannot write them as one line.
+func (r *SinkRecord) payloadLineBytes() ([]byte, error) {
+	p, err := r.PayloadBytes()
+	if err != nil {
+		return nil, err
+	}
+	// A payload without encoding is valid JSON (see NewSinkRecord), which
+	// compacts onto one line.
+	if r.PayloadEncoding != "" && bytes.IndexByte(p, '\n') >= 0 {
+		return nil, ErrPayloadNewline
+	}
+	return p, nil
+}
+
+// Line returns r as one line in format json ([SinkRecord.JSONLine]) or
+// payload (the payload alone, see [FormatPayload]), ending in a newline.
+// It is how the HTTP sink encodes records, live and in its log.
+func (r *SinkRecord) Line(format Format) ([]byte, error) {
+	switch format {
+	case "", FormatJSON:
+		return r.JSONLine()
+	case FormatPayload:
+		var b bytes.Buffer
+		if err := r.appendPayloadLine(&b); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	}
+	return nil, fmt.Errorf("sink format %q has no line encoding (want json or payload)", format)
+}
+
 // Sink receives committed output records.
 //
 // Write is called with the records of a batch in output order, from one
@@ -113,6 +170,12 @@ const (
 	// FormatText writes one aligned human-readable line per record: stream,
 	// key, event time (RFC 3339, milliseconds, UTC), message_id, payload.
 	FormatText Format = "text"
+	// FormatPayload writes the payload bytes alone, one per line: as they
+	// are, a JSON payload compacted onto one line if it spans several;
+	// a payload that is not JSON and holds a newline stops the sink with
+	// [ErrPayloadNewline]. What a file source in format raw (or json, for
+	// JSON payloads) reads back is the payload again.
+	FormatPayload Format = "payload"
 )
 
 // WriterSink writes records to an io.Writer, buffered, flushing at the end
@@ -141,9 +204,9 @@ func NewWriterSink(w io.Writer, format Format) (*WriterSink, error) {
 	switch format {
 	case "":
 		format = FormatJSON
-	case FormatJSON, FormatText:
+	case FormatJSON, FormatText, FormatPayload:
 	default:
-		return nil, fmt.Errorf("sink format %q is unknown (want json or text)", format)
+		return nil, fmt.Errorf("sink format %q is unknown (want json, text or payload)", format)
 	}
 	return &WriterSink{format: format, w: bufio.NewWriterSize(w, 64<<10)}, nil
 }
@@ -190,12 +253,24 @@ func (s *WriterSink) Write(ctx context.Context, records []SinkRecord) error {
 	if s.closed {
 		return errors.New("sink: write after close")
 	}
+	if s.format == FormatPayload {
+		// Refuse a batch before writing any of it, so that no part of a
+		// refused batch is left behind in the writer.
+		for i := range records {
+			if _, err := records[i].payloadLineBytes(); err != nil {
+				return fmt.Errorf("sink: record %s: %w", records[i].MessageID, err)
+			}
+		}
+	}
 	for i := range records {
 		s.line.Reset()
 		var err error
-		if s.format == FormatText {
+		switch s.format {
+		case FormatText:
 			s.appendTextLine(&records[i])
-		} else {
+		case FormatPayload:
+			err = records[i].appendPayloadLine(&s.line)
+		default:
 			err = records[i].appendJSONLine(&s.line)
 		}
 		if err != nil {

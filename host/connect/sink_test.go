@@ -91,7 +91,7 @@ func TestWriterSinkJSON(t *testing.T) {
 	require.EqualError(t, s.Write(context.Background(), batch), "sink: write after close")
 
 	_, err = NewWriterSink(&out, "xml")
-	require.EqualError(t, err, `sink format "xml" is unknown (want json or text)`)
+	require.EqualError(t, err, `sink format "xml" is unknown (want json, text or payload)`)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s, err = NewWriterSink(&out, FormatJSON)

@@ -149,6 +149,7 @@ func (r *Runtime) openSource(ss *spec.Source, resume []byte) (Source, error) {
 	case spec.SourceFile:
 		return connect.NewFileSource(connect.FileSourceConfig{
 			Path: ss.File.Path, Stream: ss.Stream, Partitions: ss.Partitions, PartitionBy: ss.PartitionBy,
+			Format: connect.SourceFormat(ss.Format), EventTime: eventTimeSource(ss.EventTime),
 			Reject: reject, Progress: r.fileProgress(ss), Resume: resume,
 		})
 	case spec.SourceHTTP:
@@ -159,6 +160,14 @@ func (r *Runtime) openSource(ss *spec.Source, resume []byte) (Source, error) {
 		return r.openKafkaSource(ss, resume, reject)
 	}
 	return nil, fmt.Errorf("source %q: unknown type %q", ss.Name, ss.Type)
+}
+
+// eventTimeSource is the connector's form of a source's event_time block.
+func eventTimeSource(e *spec.EventTime) connect.EventTimeSource {
+	if e == nil {
+		return connect.EventTimeSource{}
+	}
+	return connect.EventTimeSource{Field: e.Field, Header: e.Header, Format: string(e.Format)}
 }
 
 // generatorConfig is the connector configuration of a generator source.
@@ -183,6 +192,7 @@ func (r *Runtime) openHTTPSource(ss *spec.Source) (Source, error) {
 	src, err := connect.NewHTTPSource(connect.HTTPSourceConfig{
 		Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Stream: ss.Stream, Partitions: ss.Partitions,
 		PartitionBy: ss.PartitionBy, TLS: sec.tls, BearerToken: sec.token, Logger: r.log.With("source", ss.Name),
+		Format: connect.SourceFormat(ss.Format), EventTime: eventTimeSource(ss.EventTime),
 	})
 	if err != nil {
 		return nil, r.pipe.ErrorAt(path+".listen", "%s: %v", what, err)
@@ -301,7 +311,8 @@ func (s *sinkRunner) open(ss *spec.Sink) error {
 		if err != nil {
 			return err
 		}
-		cfg := connect.HTTPSinkConfig{Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Logger: r.log, TLS: sec.tls, BearerToken: sec.token}
+		cfg := connect.HTTPSinkConfig{Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Logger: r.log, TLS: sec.tls, BearerToken: sec.token,
+			Format: connect.Format(ss.Format)}
 		if st != nil {
 			cfg.Next = int64(s.pos.Records)
 			cfg.Log = storeSinkLog{st: st, sink: ss.Name}
@@ -425,7 +436,7 @@ func (s *sinkRunner) write(ctx context.Context, batch []sinkItem, recs []connect
 	}
 	if s.http != nil {
 		for i := range recs {
-			line, err := recs[i].JSONLine()
+			line, err := s.http.Line(&recs[i])
 			if err != nil {
 				b.Discard()
 				return fmt.Errorf("record %s: %w", recs[i].MessageID, err)

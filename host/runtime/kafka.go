@@ -58,9 +58,7 @@ func (r *Runtime) openKafkaSource(ss *spec.Source, resume []byte, reject func(co
 		Conn: conn, Topic: k.Topic, Stream: ss.Stream, Partitions: ss.Partitions, Start: start,
 		ReadUncommitted: k.Isolation == spec.IsolationReadUncommitted, Reject: reject, Resume: resume,
 		Name: ss.Name, Group: k.Group, Metrics: r.metrics.kafka, Logger: r.log,
-	}
-	if e := k.EventTime; e != nil {
-		cfg.EventTime = connect.EventTimeSource{Field: e.Field, Header: e.Header, Format: string(e.Format)}
+		Format: connect.SourceFormat(ss.Format), EventTime: eventTimeSource(ss.EventTime),
 	}
 	return connect.NewKafkaSource(cfg)
 }

@@ -287,7 +287,7 @@ func TestParseErrors(t *testing.T) {
 		{"misspelled stream far from any", "name: p\nsources: [{name: in, type: generator, stream: orders}]\ncomputations: [{name: c, plugin: p, input_streams: [»clicks]}]\n",
 			[]string{`computations[0].input_streams[0]: stream "clicks" is not declared: no source or computation writes it and streams does not list it`}},
 		{"text format for an http sink", preamble + "sinks: [{name: out, type: http, streams: [s], http: {listen: \"127.0.0.1:0\"}, format: »text}]\n",
-			[]string{`sinks[0].format: an http sink always serves json lines; format text is only for file and stdout sinks`}},
+			[]string{`sinks[0].format: text is a format for people, of file and stdout sinks; an http sink serves json (the record with every timestamp and id) or payload (the payload alone)`}},
 		{"file sink without file", preamble + "sinks: [»{name: out, type: file, streams: [s]}]\n",
 			[]string{`sinks[0].file: required when type is file`}},
 		{"stdout sink with an http block", preamble + "sinks: [{name: out, type: stdout, streams: [s], http: »{listen: \":1\"}}]\n",

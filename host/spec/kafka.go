@@ -101,17 +101,9 @@ func (TimeFormat) values() []string {
 	return []string{"unix_s", "unix_ms", "unix_us", "unix_ns", "rfc3339"}
 }
 
-// KafkaEventTime says where a kafka record's event time is: a top-level
-// field of its JSON value or a header, in a format. Without it (or with
-// neither field nor header) the event time is the Kafka timestamp.
-type KafkaEventTime struct {
-	// Field is a top-level field of the JSON value.
-	Field string `yaml:"field,omitempty"`
-	// Header is the name of a record header.
-	Header string `yaml:"header,omitempty"`
-	// Format is the time's format. Required with field or header.
-	Format TimeFormat `yaml:"format,omitempty"`
-}
+// KafkaEventTime is the event_time block older specs wrote inside the
+// kafka block; it is the source-level EventTime.
+type KafkaEventTime = EventTime
 
 // KafkaSource configures a source of type kafka.
 type KafkaSource struct {
@@ -136,7 +128,8 @@ type KafkaSource struct {
 	Group string `yaml:"group,omitempty"`
 	// Isolation is read_committed (the default) or read_uncommitted.
 	Isolation KafkaIsolation `yaml:"isolation"`
-	// EventTime says where the event time is; default the Kafka timestamp.
+	// EventTime is the source's event_time written inside the kafka
+	// block, as older specs did; prefer sources[].event_time.
 	EventTime *KafkaEventTime `yaml:"event_time,omitempty"`
 }
 
@@ -230,17 +223,6 @@ func (v *validator) kafkaSource(sourcePath string, s *Source) {
 	}
 	if k.Start == KafkaStartCommitted && k.Group == "" {
 		v.errorf(fieldPath(path, "group"), "required with start: committed; expected the consumer group whose offsets to start from")
-	}
-	if e := k.EventTime; e != nil {
-		ep := fieldPath(path, "event_time")
-		switch {
-		case e.Field != "" && e.Header != "":
-			v.errorf(fieldPath(ep, "header"), "give field or header, not both")
-		case e.Field == "" && e.Header == "":
-			v.errorf(ep, "expected field (a top-level field of the JSON value) or header (a record header)")
-		case e.Format == "":
-			v.errorf(fieldPath(ep, "format"), "required; expected one of %s", strings.Join(e.Format.values(), ", "))
-		}
 	}
 	if len(s.PartitionBy) > 0 {
 		v.errorf(fieldPath(sourcePath, "partition_by"), "a kafka source keeps each Kafka partition as its own partition; partition_by is not allowed")

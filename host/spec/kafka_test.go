@@ -82,8 +82,6 @@ func TestParseKafkaErrors(t *testing.T) {
 			[]string{`sources[0].partition_by: a kafka source keeps each Kafka partition as its own partition; partition_by is not allowed`}},
 		{"sink text format", "name: p\nsources: [{name: in, type: generator, stream: s}]\nsinks: [{name: o, type: kafka, streams: [s], format: »text, kafka: {brokers: [\"h:1\"], topic: t}}]\n",
 			[]string{`sinks[0].format: a kafka sink writes json (the record with every timestamp and id) or payload (the payload alone); got text`}},
-		{"payload format on a file sink", "name: p\nsources: [{name: in, type: generator, stream: s}]\nsinks: [{name: o, type: stdout, streams: [s], format: »payload}]\n",
-			[]string{`sinks[0].format: payload is a format of kafka sinks only; expected json or text`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -103,6 +103,12 @@ func (p *Pipeline) complete(dir string) {
 			s.Generator = &GeneratorSource{}
 			s.Generator.setDefaults()
 		}
+		if s.Format == "" {
+			s.Format = DefaultSourceFormat(s.Type)
+		}
+		if s.EventTime == nil && s.Kafka != nil {
+			s.EventTime = s.Kafka.EventTime // one place for the runtime to look
+		}
 		if s.File != nil {
 			resolve(&s.File.Path)
 		}

@@ -178,6 +178,15 @@ type Source struct {
 	Generator *GeneratorSource `yaml:"generator,omitempty"`
 	// Kafka configures a source of type kafka; required for it.
 	Kafka *KafkaSource `yaml:"kafka,omitempty"`
+	// Format is how the source reads a record's bytes: envelope, json or
+	// raw (see SourceFormat). Parse fills in the type's default
+	// (DefaultSourceFormat): envelope for file and http, json for kafka.
+	// Refused for a generator.
+	Format SourceFormat `yaml:"format,omitempty"`
+	// EventTime says where the event time is, for formats json (a field)
+	// and, for kafka sources, raw and json (a header). Default: the Kafka
+	// timestamp for kafka sources, the write time for the others.
+	EventTime *EventTime `yaml:"event_time,omitempty"`
 	// Watermark configures how the source's event watermark is estimated.
 	Watermark SourceWatermark `yaml:"watermark"`
 }
@@ -554,20 +563,23 @@ type Sink struct {
 	HTTP *HTTPEndpoint `yaml:"http,omitempty"`
 	// Kafka configures a sink of type kafka; required for it.
 	Kafka *KafkaSink `yaml:"kafka,omitempty"`
-	// Format is how file and stdout sinks write records: json (one JSON
-	// object per line with every timestamp, the default) or text (one
-	// aligned line per record, for people). HTTP sinks always write JSON.
+	// Format is how the sink writes records: json (the record with every
+	// timestamp and id, the default; every sink), payload (the payload
+	// alone; every sink) or text (one aligned line per record, for
+	// people; file and stdout sinks).
 	Format SinkFormat `yaml:"format"`
 }
 
-// SinkFormat is the record format of a file or stdout sink.
+// SinkFormat is the record format of a sink.
 type SinkFormat string
 
 // Sink formats.
 const (
 	FormatJSON SinkFormat = "json"
 	FormatText SinkFormat = "text"
-	// FormatPayload writes the payload alone (kafka sinks only).
+	// FormatPayload writes the payload alone: one per line for file,
+	// stdout and http sinks (a payload that is JSON compacted; one that
+	// is not and holds a newline is refused), the value for kafka sinks.
 	FormatPayload SinkFormat = "payload"
 )
 

@@ -176,6 +176,7 @@ func (v *validator) sources() {
 		if s.Kafka != nil {
 			v.kafkaSource(path, s)
 		}
+		v.sourceFormat(path, s)
 		if s.File != nil {
 			v.filePath(fieldPath(path, "file.path"), s.File.Path)
 		}
@@ -364,18 +365,14 @@ func (v *validator) sinks() {
 		if s.Kafka != nil {
 			v.kafkaSink(path, s)
 		}
-		if s.Format == FormatPayload && s.Type != SinkKafka && s.Type != SinkHTTP {
-			v.errorf(fieldPath(path, "format"), "payload is a format of kafka sinks only; expected json or text")
+		if s.Format == FormatText && s.Type == SinkHTTP { // kafkaSink checks kafka's
+			v.errorf(fieldPath(path, "format"), "text is a format for people, of file and stdout sinks; an http sink serves json (the record with every timestamp and id) or payload (the payload alone)")
 		}
 		if s.File != nil {
 			v.filePath(fieldPath(path, "file.path"), s.File.Path)
 		}
 		if s.HTTP != nil {
 			v.http(fieldPath(path, "http"), s.HTTP)
-		}
-		if s.Type == SinkHTTP && s.Format != FormatJSON {
-			// It would be ignored: subscribers are served JSON lines.
-			v.errorf(fieldPath(path, "format"), "an http sink always serves json lines; format %s is only for file and stdout sinks", s.Format)
 		}
 	}
 }
