@@ -174,8 +174,6 @@ func TestFormatConfigErrors(t *testing.T) {
 	require.ErrorContains(t, err, "only Kafka records have headers")
 	_, err = NewHTTPSource(HTTPSourceConfig{Addr: "127.0.0.1:0", Path: "/", Stream: "s", Partitions: 1, Format: "xml"})
 	require.ErrorContains(t, err, `format "xml" is unknown`)
-	_, err = NewKafkaSource(KafkaSourceConfig{Conn: KafkaConnection{Brokers: []string{"127.0.0.1:9"}}, Topic: "t", Stream: "s", Partitions: 1, Format: SourceEnvelope})
-	require.ErrorContains(t, err, "format envelope is for file and HTTP sources")
 }
 
 // TestHTTPSourceFormats posts each case's line as line 2 of a body (after
@@ -247,11 +245,20 @@ func TestKafkaSourceFormats(t *testing.T) {
 		{name: "json missing field", format: SourceJSON, et: EventTimeSource{Field: "t", Format: "unix_s"}, value: `{}`, rejected: "no field t (the event time)"},
 		{name: "raw", format: SourceRaw, value: "line one\nline two\xff", payload: "line one\nline two\xff", event: ts.UnixNano()},
 		{name: "raw header", format: SourceRaw, et: EventTimeSource{Header: "at", Format: "unix_ms"}, value: `x`, headers: hdr, payload: `x`, event: 1e9},
+		{name: "envelope", format: SourceEnvelope, value: `{"event_ts":7,"id":"k1","payload":{"a":1}}`, payload: `{"a":1}`, event: 7},
+		{name: "envelope without event_ts", format: SourceEnvelope, value: `{"payload":2}`, payload: `2`, event: ts.UnixNano()},
+		{name: "envelope header", format: SourceEnvelope, et: EventTimeSource{Header: "at", Format: "unix_ms"}, value: `{"payload":3}`, headers: hdr, payload: `3`, event: 1e9},
+		{name: "envelope with write_ts", format: SourceEnvelope, value: `{"write_ts":5,"payload":1}`, rejected: "write_ts: a kafka record's write time is its Kafka timestamp"},
+		{name: "envelope bad", format: SourceEnvelope, value: `{"a":1}`, rejected: `unknown field "a"`},
 		{name: "raw missing header", format: SourceRaw, et: EventTimeSource{Header: "at", Format: "unix_ms"}, value: `x`, rejected: "no header at"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			brokers, topic := testKafka(t, 1)
-			produce(t, brokers, &kgo.Record{Topic: topic, Timestamp: ts, Value: []byte(`{"t":1}`), Headers: hdr}, // offset 0, a record in every case
+			first := `{"t":1}` // offset 0, a record in every case
+			if tc.format == SourceEnvelope {
+				first = `{"payload":{"t":1}}`
+			}
+			produce(t, brokers, &kgo.Record{Topic: topic, Timestamp: ts, Value: []byte(first), Headers: hdr},
 				&kgo.Record{Topic: topic, Timestamp: ts, Value: []byte(tc.value), Headers: tc.headers})
 			cfg := KafkaSourceConfig{Conn: KafkaConnection{Brokers: brokers}, Topic: topic, Stream: "s", Partitions: 1, Format: tc.format, EventTime: tc.et}
 			if tc.rejected != "" {
@@ -269,6 +276,9 @@ func TestKafkaSourceFormats(t *testing.T) {
 			require.True(t, r.HasEvent)
 			require.Equal(t, tc.event, r.Event)
 			require.Equal(t, ts.UnixNano(), r.Write, "the write time is the Kafka timestamp in every format")
+			if tc.name == "envelope" {
+				require.Equal(t, "k1", r.ID, "an envelope's id is the record's idempotency key")
+			}
 		})
 	}
 }

@@ -90,7 +90,8 @@ type KafkaSourceConfig struct {
 // its EventTimestamp the configured one, its key the Kafka key (as
 // [keys.OfBytes] writes it; no key, no message key), its payload the
 // Kafka value in the source's format (json: it must be JSON; raw: its
-// bytes as they are).
+// bytes as they are; envelope: the payload, event_ts and id of the
+// wrapper, whose write_ts must be left out).
 //
 // The records are emitted in all-or-nothing groups ([Record.More]) of at
 // most [KafkaGroupRecords]: the last record of a group carries the next
@@ -148,9 +149,6 @@ func NewKafkaSource(cfg KafkaSourceConfig) (*KafkaSource, error) {
 	}
 	if cfg.Format == "" {
 		cfg.Format = SourceJSON
-	}
-	if cfg.Format == SourceEnvelope {
-		return nil, errors.New("kafka source: a record's write time is its Kafka timestamp; format envelope is for file and HTTP sources")
 	}
 	if cfg.EventTime.Field != "" && cfg.EventTime.Header != "" {
 		return nil, errors.New("kafka source: the event time is in a field or a header, not both")
@@ -525,6 +523,10 @@ func (s *KafkaSource) handle(r *kgo.Record, next []int64, chunk *[]Record) error
 	}
 	lr, err := s.decoder.decode(r.Value, false)
 	event := lr.Event
+	if err == nil && lr.HasWrite {
+		// The seed's WriteTimestamp of a Kafka record is the broker's.
+		err = errors.New("write_ts: a kafka record's write time is its Kafka timestamp; leave write_ts out of the envelope")
+	}
 	if err == nil && !lr.HasEvent {
 		event, err = s.eventTime(r)
 	}
@@ -535,7 +537,7 @@ func (s *KafkaSource) handle(r *kgo.Record, next []int64, chunk *[]Record) error
 		}
 		return s.cfg.Reject(rej)
 	}
-	rec.Payload, rec.Event, rec.HasEvent = lr.Payload, event, true
+	rec.Payload, rec.Event, rec.HasEvent, rec.ID = lr.Payload, event, true, lr.ID
 	*chunk = append(*chunk, rec)
 	return nil
 }

@@ -87,9 +87,6 @@ func (v *validator) sourceFormat(path string, s *Source) {
 	if f == "" {
 		f = DefaultSourceFormat(s.Type)
 	}
-	if f == SourceEnvelope && s.Type == SourceKafka {
-		v.errorf(fp, "a kafka record's write time is its Kafka timestamp, so the envelope's write_ts has no place; expected json or raw")
-	}
 	if f == SourceRaw && len(s.PartitionBy) > 0 {
 		v.errorf(fieldPath(path, "partition_by"), "format raw payloads are not read as JSON, so no field can pick a partition; use format json or leave partition_by out")
 	}
