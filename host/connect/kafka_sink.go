@@ -17,35 +17,6 @@ import (
 	"github.com/flowhost/flowhost/host/keys"
 )
 
-// The exactly-once Kafka sink.
-//
-// Flink's KafkaSink pre-commits a transaction per checkpoint and, after a
-// crash, resumes and commits it from another producer with the same
-// transactional id. kgo has no way to resume another producer's
-// transaction, so the sink does it the other way round, as Kafka Streams
-// does when it commits its input offsets inside its transaction: the
-// Kafka transaction itself is the commit point, and the host's store
-// learns its outcome from Kafka on recovery. A sink batch n is written in
-// three steps:
-//
-//  1. the store records batch n as pending (its last task per sender,
-//     which defines the batch exactly);
-//  2. one Kafka transaction, under a deterministic transactional id,
-//     produces the batch and commits the offset n for a marker group on
-//     partition 0 of the topic (AddOffsetsToTxn + TxnOffsetCommit), then
-//     commits;
-//  3. the store dequeues the batch and records n as committed.
-//
-// On recovery, a client with the same transactional id fences the
-// previous producer (InitProducerID aborts its open transaction, or
-// completes one the coordinator was already committing), and the sink
-// reads the marker with RequireStable. A pending n with the marker at n
-// reached Kafka: the store finishes step 3 without producing it again. A
-// marker at n-1 means the transaction was aborted and the batch is
-// produced again. Anything else means another writer, or a reset topic or
-// group, and the run stops saying so: the records cannot be both exactly
-// once and written.
-
 // KafkaSinkConfig configures a [KafkaSink].
 type KafkaSinkConfig struct {
 	Conn  KafkaConnection
