@@ -11,7 +11,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flowhost/flowhost/host/connect/kafkatest"
 )
@@ -207,4 +209,69 @@ func TestKafkaSinkAtLeastOnceWritesEveryRecord(t *testing.T) {
 	require.NoError(t, s.Write(context.Background(), recs[:20]))
 	require.NoError(t, s.Write(context.Background(), recs[20:]))
 	wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), recs)
+}
+
+// Faults the broker injects into the second transaction: the ones that
+// may pass are retried (by kgo, or by the sink, which aborts and redoes
+// the batch) and every record is still there once; the fatal ones stop
+// the sink with what to do.
+func TestKafkaSinkFaults(t *testing.T) {
+	const txnID = "flowhost-test-faults"
+	tests := []struct {
+		name  string
+		fault kfake.Fault
+		// fatal is a part of the error's message; "" means the batch
+		// goes through.
+		fatal string
+		// redone: the sink aborted a transaction and redid the batch.
+		redone bool
+	}{
+		{"produce times out after it applied (kgo retries, the broker dedups)", kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.RequestTimedOut}, "", false},
+		{"marker commit fails", kfake.Fault{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Err: kerr.UnknownServerError}, "", true},
+		{"marker commit times out after it applied", kfake.Fault{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Err: kerr.RequestTimedOut}, "", true},
+		{"marker group not authorized", kfake.Fault{Keys: []kmsg.Key{kmsg.AddOffsetsToTxn}, Err: kerr.GroupAuthorizationFailed, Count: -1},
+			"grant the user READ on the consumer group " + txnID + "-marker", false},
+		{"transactional id not authorized", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.TransactionalIDAuthorizationFailed, Count: -1},
+			"grant the user WRITE and DESCRIBE on the transactional id " + txnID, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, topic := kafkatest.FakeTopic(t, 2)
+			brokers := c.ListenAddrs()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			reg := prometheus.NewRegistry()
+			metrics, err := NewKafkaSinkMetrics(reg)
+			require.NoError(t, err)
+			s := txnSink(t, brokers, topic, txnID, nil)
+			s.cfg.Metrics = metrics
+			_, err = s.Recover(ctx)
+			require.NoError(t, err)
+			b1, b2 := kafkaBatch("f", 0, 30, 4), kafkaBatch("f", 30, 30, 4)
+			require.NoError(t, s.Transact(ctx, 1, b1))
+
+			h := c.Fault(tt.fault)
+			err = s.Transact(ctx, 2, b2)
+			h.Remove()
+			require.Positive(t, h.Hits(), "the fault was never injected")
+			aborted := metricOf(t, metrics.transactions.WithLabelValues("out", "aborted")).GetCounter().GetValue()
+			if tt.fatal != "" {
+				var fatal *KafkaFatalError
+				require.ErrorAs(t, err, &fatal)
+				require.ErrorContains(t, err, tt.fatal)
+				require.NoError(t, s.Close())
+				// The next sink on the id finds batch 2 never committed.
+				again := txnSink(t, brokers, topic, txnID, nil)
+				m, err := again.Recover(ctx)
+				require.NoError(t, err)
+				require.EqualValues(t, 1, m)
+				wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), b1)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.redone, aborted > 0, "aborted transactions: %v", aborted)
+			require.Equal(t, 2.0, metricOf(t, metrics.transactions.WithLabelValues("out", "committed")).GetCounter().GetValue())
+			wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), append(b1, b2...))
+		})
+	}
 }
