@@ -257,8 +257,10 @@ func (s *KafkaSink) Transact(ctx context.Context, n uint64, records []SinkRecord
 						s.log.Info("kafka sink: the transaction committed although its answer was an error", "batch", n)
 						s.marker = n
 						s.cfg.Metrics.transaction(s.cfg.Name, "committed")
+						s.cfg.Metrics.wrote(s.cfg.Name, s.cfg.Topic, len(out))
 						return nil
 					case n - 1:
+						s.cfg.Metrics.transaction(s.cfg.Name, "aborted")
 						unknown = false
 					default:
 						return s.conflict(n, m)
@@ -274,10 +276,10 @@ func (s *KafkaSink) Transact(ctx context.Context, n uint64, records []SinkRecord
 			if errors.Is(err, errBeforeEnd) {
 				return err
 			}
-			s.cfg.Metrics.transaction(s.cfg.Name, "aborted")
 			unknown = true
 		}
 		if fe := (*KafkaFatalError)(nil); errors.As(err, &fe) || ctx.Err() != nil {
+			s.cfg.Metrics.transaction(s.cfg.Name, "aborted") // it never commits: the next producer on the id aborts it
 			return err
 		}
 		wait := backoff(attempt)
