@@ -280,3 +280,34 @@ func TestKafkaSinkFencedByAnotherWriterStopsTheRun(t *testing.T) {
 	require.NoError(t, err)
 	requireExactlyOnceOutput(t, brokers, topic)
 }
+
+func TestKafkaSinkSwitchedToAtLeastOnceDropsThePendingBatch(t *testing.T) {
+	brokers, topic := kafkatest.Topic(t, 3)
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	crash := func(_ string, s runtime.KafkaSinkStep) error {
+		if s == runtime.KafkaStepBeforeEnd {
+			return errInjected
+		}
+		return nil
+	}
+	_, err = runKafkaSink(t, st, brokers, topic, "", crash)
+	require.ErrorIs(t, err, errInjected)
+	pos, _, err := st.Sink("k")
+	require.NoError(t, err)
+	require.NotNil(t, pos.Pending, "the crash left batch 1 pending")
+
+	_, err = runKafkaSink(t, st, brokers, topic, ", delivery: at_least_once", nil)
+	require.NoError(t, err)
+	pos, _, err = st.Sink("k")
+	require.NoError(t, err)
+	require.Nil(t, pos.Pending, "at least once has no batch pending")
+
+	// Back to exactly once: the store and the marker agree, and taking
+	// over the transactional id aborts what the crash left open (which
+	// until then holds read_committed consumers back).
+	_, err = runKafkaSink(t, st, brokers, topic, "", nil)
+	require.NoError(t, err)
+	requireExactlyOnceOutput(t, brokers, topic)
+}
