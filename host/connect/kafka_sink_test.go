@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -274,4 +278,60 @@ func TestKafkaSinkFaults(t *testing.T) {
 			wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), append(b1, b2...))
 		})
 	}
+}
+
+// A broker restarting on its data directory, between two transactions and
+// inside one (after the batch and the marker, before the commit): the
+// sink reconnects, redoes what the restart lost, and every record is
+// there once.
+func TestKafkaSinkSurvivesBrokerRestarts(t *testing.T) {
+	dir := t.TempDir()
+	start := func(port int) *kfake.Cluster {
+		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.DataDir(dir)} // binds 127.0.0.1
+		if port != 0 {
+			opts = append(opts, kfake.Ports(port))
+		}
+		c, err := kfake.NewCluster(opts...)
+		require.NoError(t, err)
+		return c
+	}
+	c := start(0)
+	t.Cleanup(func() { c.Close() })
+	brokers := c.ListenAddrs()
+	_, portText, err := net.SplitHostPort(brokers[0])
+	require.NoError(t, err)
+	port, err := strconv.Atoi(portText)
+	require.NoError(t, err)
+	restart := func() {
+		c.Close()
+		c = start(port)
+	}
+	topic := "restarts"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	require.NoError(t, err)
+	resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), 2, 1, nil, topic)
+	cl.Close()
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	inside := false
+	s := txnSink(t, brokers, topic, "flowhost-test-restarts", func() error {
+		if inside {
+			inside = false
+			restart()
+		}
+		return nil
+	})
+	_, err = s.Recover(ctx)
+	require.NoError(t, err)
+	b1, b2, b3 := kafkaBatch("r", 0, 20, 4), kafkaBatch("r", 20, 20, 4), kafkaBatch("r", 40, 20, 4)
+	require.NoError(t, s.Transact(ctx, 1, b1))
+	restart()
+	require.NoError(t, s.Transact(ctx, 2, b2), "after a restart between transactions")
+	inside = true
+	require.NoError(t, s.Transact(ctx, 3, b3), "after a restart inside the transaction")
+	require.False(t, inside, "the restart inside the transaction never happened")
+	wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), slices.Concat(b1, b2, b3))
 }
