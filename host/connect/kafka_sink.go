@@ -44,6 +44,9 @@ type KafkaSinkConfig struct {
 	// stops Transact there and leaves the transaction open, as a crash
 	// would (tests use it to crash at that step).
 	BeforeEnd func() error
+
+	// clientOpts are more kgo options (tests).
+	clientOpts []kgo.Opt
 }
 
 // KafkaSink produces records to a topic. Each record carries the headers
@@ -102,7 +105,7 @@ func NewKafkaSink(cfg KafkaSinkConfig) (*KafkaSink, error) {
 	if cfg.TransactionalID != "" {
 		opts = append(opts, kgo.TransactionalID(cfg.TransactionalID))
 	}
-	if s.cl, err = kgo.NewClient(opts...); err != nil {
+	if s.cl, err = kgo.NewClient(append(opts, cfg.clientOpts...)...); err != nil {
 		return nil, fmt.Errorf("kafka sink: %w", err)
 	}
 	s.adm = kadm.NewClient(s.cl)

@@ -2,11 +2,13 @@ package connect
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -334,4 +336,62 @@ func TestKafkaSinkSurvivesBrokerRestarts(t *testing.T) {
 	require.NoError(t, s.Transact(ctx, 3, b3), "after a restart inside the transaction")
 	require.False(t, inside, "the restart inside the transaction never happened")
 	wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), slices.Concat(b1, b2, b3))
+}
+
+// answerCutter is a connection that, once armed, lets the next EndTxn
+// request through to the broker and then cuts the connection before the
+// answer comes back: the broker commits, the client never learns it.
+type answerCutter struct {
+	net.Conn
+	armed *atomic.Bool
+	cut   atomic.Bool
+}
+
+func (c *answerCutter) Write(p []byte) (int, error) {
+	// A request frame: int32 length, int16 api key, int16 version, ...
+	if len(p) >= 6 && int16(binary.BigEndian.Uint16(p[4:6])) == int16(kmsg.EndTxn) && c.armed.CompareAndSwap(true, false) {
+		c.cut.Store(true)
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *answerCutter) Read(p []byte) (int, error) {
+	if c.cut.Load() {
+		_ = c.Conn.Close()
+		return 0, errors.New("test: connection cut before the EndTxn answer")
+	}
+	return c.Conn.Read(p)
+}
+
+func TestKafkaSinkCommitWhoseAnswerIsLost(t *testing.T) {
+	brokers, topic := kafkatest.Topic(t, 2)
+	var armed atomic.Bool
+	dial := func(ctx context.Context, network, host string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, host)
+		if err != nil {
+			return nil, err
+		}
+		return &answerCutter{Conn: conn, armed: &armed}, nil
+	}
+	s, err := NewKafkaSink(KafkaSinkConfig{Conn: KafkaConnection{Brokers: brokers}, Topic: topic, PayloadOnly: true,
+		TransactionalID: "flowhost-test-lost", MarkerGroup: "flowhost-test-lost-marker", Name: "out",
+		BeforeEnd: func() error { armed.Store(true); return nil }, clientOpts: []kgo.Opt{kgo.Dialer(dial)}})
+	require.NoError(t, err)
+	metrics, err := NewKafkaSinkMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	s.cfg.Metrics = metrics
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err = s.Recover(ctx)
+	require.NoError(t, err)
+	b1, b2 := kafkaBatch("l", 0, 20, 4), kafkaBatch("l", 20, 20, 4)
+	require.NoError(t, s.Transact(ctx, 1, b1))
+	require.False(t, armed.Load(), "the EndTxn request was never seen")
+	require.NoError(t, s.Transact(ctx, 2, b2))
+	// Both found committed by the marker, neither written again.
+	require.Equal(t, 2.0, metricOf(t, metrics.transactions.WithLabelValues("out", "committed")).GetCounter().GetValue())
+	require.Zero(t, metricOf(t, metrics.transactions.WithLabelValues("out", "aborted")).GetCounter().GetValue())
+	require.Equal(t, 40.0, metricOf(t, metrics.recordsOut.WithLabelValues("out", topic)).GetCounter().GetValue())
+	wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), slices.Concat(b1, b2))
 }
