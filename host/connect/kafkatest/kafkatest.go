@@ -1,8 +1,10 @@
-// Package kafkatest gives tests a Kafka cluster: an in-process kfake
-// cluster on 127.0.0.1, closed when the test ends, or, when
-// FLOWHOST_KAFKA_BROKERS is set (host:port,host:port), that cluster. Each
-// test creates topics of its own, with unique names, and on a real
-// cluster leaves them behind.
+// Package kafkatest holds the helpers the Kafka tests of several packages
+// share. They run on an in-process kfake cluster on 127.0.0.1, closed
+// when the test ends, or, when FLOWHOST_KAFKA_BROKERS is set
+// (host:port,host:port), on that cluster. Each test creates topics of its
+// own, with unique names, and on a real cluster leaves them behind.
+// [ReadCommitted] reads a topic to its end as a read_committed consumer
+// sees it.
 package kafkatest
 
 import (
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -80,4 +83,70 @@ func Produce(t testing.TB, brokers []string, recs ...*kgo.Record) {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("producing: %v", err)
 	}
+}
+
+// NewTopic returns the brokers of the test's cluster ([Brokers]) and a
+// fresh topic of partitions partitions on it ([Topic]).
+func NewTopic(t testing.TB, partitions int) (brokers []string, topic string) {
+	t.Helper()
+	brokers = Brokers(t)
+	return brokers, Topic(t, brokers, partitions, nil)
+}
+
+// FakeTopic is [NewTopic] on an in-process kfake cluster whatever
+// FLOWHOST_KAFKA_BROKERS says, for tests that inject faults with the
+// cluster's Fault and Control.
+func FakeTopic(t testing.TB, partitions int) (c *kfake.Cluster, topic string) {
+	t.Helper()
+	c = Cluster(t)
+	return c, Topic(t, c.ListenAddrs(), partitions, nil)
+}
+
+const endHeader = "flowhost-test-end"
+
+// ReadCommitted returns every record of topic a read_committed consumer
+// sees, in offset order per partition (partition by partition). To know it
+// has read everything, it first appends an end record to each of the
+// partitions partitions and reads until it has met them all; they are
+// not returned. A transaction left open holds the end records back, and
+// the test fails at its deadline.
+func ReadCommitted(t testing.TB, brokers []string, topic string, partitions int) [][]*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer p.Close()
+	for i := range partitions {
+		r := &kgo.Record{Topic: topic, Partition: int32(i), Headers: []kgo.RecordHeader{{Key: endHeader}}}
+		require.NoError(t, p.ProduceSync(ctx, r).FirstErr())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	out := make([][]*kgo.Record, partitions)
+	ended := 0
+	for ended < partitions {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "the end records never became visible: a transaction is still open? %d of %d seen", ended, partitions)
+		fs.EachRecord(func(r *kgo.Record) {
+			if len(r.Headers) == 1 && r.Headers[0].Key == endHeader {
+				ended++
+				return
+			}
+			out[r.Partition] = append(out[r.Partition], r)
+		})
+	}
+	return out
+}
+
+// Header returns the value of r's header key.
+func Header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
