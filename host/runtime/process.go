@@ -129,6 +129,7 @@ func (p *partition) finishEpoch(ctx context.Context, ep *epoch, b *ordering.Batc
 	p.release(b)
 	c.mBatchRows.Observe(float64(batchInputs(b)))
 	c.mBatchTime.Observe(time.Since(started).Seconds())
+	p.publishView(batchInputs(b), started, &ep.commit)
 	return nil
 }
 

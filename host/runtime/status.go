@@ -1,8 +1,12 @@
 package runtime
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -16,6 +20,118 @@ type Status struct {
 	Pipeline string `json:"pipeline"`
 	// Computations are in the spec's order.
 	Computations []ComputationStatus `json:"computations"`
+	// Streams are the pipeline's streams, by name, with the watermarks
+	// their writers published (ordering.NoWatermark before the first).
+	Streams []StreamStatus `json:"streams,omitempty"`
+	// DeadLetters are the latest dead letters (at most
+	// maxRecentDeadLetters), oldest first.
+	DeadLetters []DeadLetterRecord `json:"dead_letters,omitempty"`
+}
+
+// StreamStatus is one stream's part of a [Status]: its writer's
+// watermarks, in int64 nanoseconds since the Unix epoch.
+type StreamStatus struct {
+	Name            string `json:"name"`
+	EventWatermark  int64  `json:"event_watermark"`
+	SystemWatermark int64  `json:"system_watermark"`
+	// Idle is true while the stream's writer is idle: its readers leave
+	// it out of their event watermark.
+	Idle bool `json:"idle,omitempty"`
+	// Finished is true once the stream has ended.
+	Finished bool `json:"finished,omitempty"`
+}
+
+// PartitionStatus is one computation partition's part of a [Status], as
+// its worker last published it (after its last batch).
+type PartitionStatus struct {
+	Partition int `json:"partition"`
+	// Epoch is the last epoch the partition processed.
+	Epoch uint64 `json:"epoch"`
+	// Queued counts the messages delivered to it and not yet processed.
+	Queued int `json:"queued"`
+	// LastBatchRows, LastBatchNanos and LastBatchAt are the last batch's
+	// inputs, its processing time and when it ended (0: none yet).
+	LastBatchRows  int   `json:"last_batch_rows"`
+	LastBatchNanos int64 `json:"last_batch_nanos"`
+	LastBatchAt    int64 `json:"last_batch_at"`
+	// PendingTimers counts the timers set and not yet fired.
+	PendingTimers int `json:"pending_timers"`
+	// StateKeys and StateBytes count the keys with state and their
+	// bytes among the keys this run wrote: state a resumed run has not
+	// touched yet is not counted (flowhost inspect counts all of it).
+	StateKeys  int   `json:"state_keys"`
+	StateBytes int64 `json:"state_bytes"`
+	// EventWatermark and SystemWatermark are the partition's output
+	// watermarks.
+	EventWatermark  int64 `json:"event_watermark"`
+	SystemWatermark int64 `json:"system_watermark"`
+}
+
+// DeadLetterRecord is one recent dead letter: which node sent it, at which
+// stage, why, and when (int64 nanoseconds since the Unix epoch).
+type DeadLetterRecord struct {
+	Node  string `json:"node"`
+	Stage string `json:"stage"`
+	Cause string `json:"cause"`
+	Time  int64  `json:"time"`
+}
+
+// maxRecentDeadLetters bounds Status.DeadLetters.
+const maxRecentDeadLetters = 20
+
+// partitionView is what a partition's worker publishes for Status after
+// each batch: atomics, so that Status never waits for a running batch.
+// sizes is the worker's own.
+type partitionView struct {
+	epoch, lastAt, lastNanos, stateBytes atomic.Int64
+	lastRows, timers, stateKeys          atomic.Int64
+	sizes                                map[string]int
+}
+
+// publishView records batch b's figures, which ended now after started,
+// and the state changes of its commit c (nil: none) for Status; only the
+// partition's worker calls it.
+func (p *partition) publishView(rows int, started time.Time, c *Commit) {
+	v := &p.view
+	if c != nil {
+		if v.sizes == nil {
+			v.sizes = map[string]int{}
+		}
+		for _, ch := range c.State {
+			old, had := v.sizes[ch.Key]
+			if ch.Delete {
+				if had {
+					delete(v.sizes, ch.Key)
+					v.stateBytes.Add(-int64(old))
+				}
+				continue
+			}
+			v.sizes[ch.Key] = len(ch.Value)
+			v.stateBytes.Add(int64(len(ch.Value) - old))
+		}
+		v.stateKeys.Store(int64(len(v.sizes)))
+	}
+	v.epoch.Store(int64(p.epoch))
+	if !started.IsZero() {
+		now := time.Now()
+		v.lastRows.Store(int64(rows))
+		v.lastNanos.Store(int64(now.Sub(started)))
+		v.lastAt.Store(now.UnixNano())
+	}
+	if p.timers != nil {
+		v.timers.Store(int64(p.timers.Len()))
+	}
+}
+
+func (p *partition) status() PartitionStatus {
+	v := &p.view
+	p.mu.Lock()
+	queued := p.events.Len()
+	p.mu.Unlock()
+	return PartitionStatus{Partition: p.index, Epoch: uint64(v.epoch.Load()), Queued: queued,
+		LastBatchRows: int(v.lastRows.Load()), LastBatchNanos: v.lastNanos.Load(), LastBatchAt: v.lastAt.Load(),
+		PendingTimers: int(v.timers.Load()), StateKeys: int(v.stateKeys.Load()), StateBytes: v.stateBytes.Load(),
+		EventWatermark: p.outWM.Load(), SystemWatermark: p.outSysWM.Load()}
 }
 
 // ComputationStatus is one computation's part of a [Status].
@@ -33,6 +149,8 @@ type ComputationStatus struct {
 	// Quarantined lists the partitions that no longer call their guest
 	// and dead-letter their batches.
 	Quarantined []QuarantinedPartition `json:"quarantined,omitempty"`
+	// PartitionDetails has one entry per partition, in order.
+	PartitionDetails []PartitionStatus `json:"partition_details,omitempty"`
 }
 
 // QuarantinedPartition is a quarantined partition and why.
@@ -90,7 +208,18 @@ func (r *Runtime) Status() Status {
 			}
 		}
 		c.quarantined.mu.Unlock()
+		for _, p := range c.parts {
+			cs.PartitionDetails = append(cs.PartitionDetails, p.status())
+		}
 		st.Computations = append(st.Computations, cs)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.streams)) {
+		s := r.streams[name]
+		st.Streams = append(st.Streams, StreamStatus{Name: name, EventWatermark: s.eventWM.Load(), SystemWatermark: s.systemWM.Load(),
+			Idle: s.idle.Load(), Finished: s.finished.Load()})
+	}
+	if r.dead != nil {
+		st.DeadLetters = r.dead.causes.recentCopy()
 	}
 	return st
 }
@@ -254,9 +383,18 @@ const (
 type deadLetterCauses struct {
 	mu     sync.Mutex
 	byNode map[string]map[string]int64
+	// recent are the latest dead letters, oldest first, for Status.
+	recent []DeadLetterRecord
 }
 
-func (d *deadLetterCauses) add(node string, err error) {
+// recentCopy returns the latest dead letters, oldest first.
+func (d *deadLetterCauses) recentCopy() []DeadLetterRecord {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.recent)
+}
+
+func (d *deadLetterCauses) add(node, stage string, err error) {
 	cause := "(no error)"
 	if err != nil {
 		cause = err.Error()
@@ -273,6 +411,10 @@ func (d *deadLetterCauses) add(node string, err error) {
 	if causes == nil {
 		causes = map[string]int64{}
 		d.byNode[node] = causes
+	}
+	d.recent = append(d.recent, DeadLetterRecord{Node: node, Stage: stage, Cause: cause, Time: time.Now().UnixNano()})
+	if len(d.recent) > maxRecentDeadLetters {
+		d.recent = slices.Delete(d.recent, 0, len(d.recent)-maxRecentDeadLetters)
 	}
 	if _, ok := causes[cause]; !ok && len(causes) >= maxCausesPerNode {
 		cause = otherCauses
