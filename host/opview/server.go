@@ -312,15 +312,21 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 }
 
 // Protect refuses every request to h that does not carry token as a
-// bearer token (Authorization: Bearer TOKEN) with 401; an empty token
-// protects nothing. The comparison takes the same time whatever the token
-// given.
+// bearer token (Authorization: Bearer TOKEN) with 401, but GET / (the
+// page, which holds no data and which a browser cannot ask for with a
+// header; it reads the token from its address, #token=TOKEN); an empty
+// token protects nothing. The comparison takes the same time whatever the
+// token given.
 func Protect(token string, h http.Handler) http.Handler {
 	if token == "" {
 		return h
 	}
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			h.ServeHTTP(w, r)
+			return
+		}
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="flowhost"`)
