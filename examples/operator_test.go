@@ -210,7 +210,39 @@ func TestOperatorAPIRefusals(t *testing.T) {
 	require.NotEmpty(t, found.Value)
 	_, err = c.State(context.Background(), "nope", "k")
 	require.ErrorContains(t, err, `no computation "nope"`)
+	// The same through flowhost state get.
+	stdout, stderr, err = flowhostRun(t, "state", "get", "--addr", c.Base, "per-key", found.Key)
+	require.NoError(t, err, stderr)
+	var got opview.StateValue
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got))
+	require.True(t, got.Found)
+	require.Equal(t, found.Partition, got.Partition)
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGINT))
 	r.waitExit(t)
 	require.False(t, strings.Contains(r.log(), "panic"), r.log())
+
+	// flowhost dead-letters list reads the run's dead-letter file, by
+	// computation and cause.
+	stdout, stderr, err = flowhostRun(t, "dead-letters", "list", "-f", specPath, "--computation", "spin")
+	require.NoError(t, err, stderr)
+	require.NotEmpty(t, strings.TrimSpace(stdout), "the quarantined partition's inputs are dead letters")
+	listed := lines(stdout)
+	for _, l := range listed {
+		require.Contains(t, l, "  spin  ")
+	}
+	require.Contains(t, stderr, fmt.Sprintf("%d dead letters", len(listed)))
+	stdout, stderr, err = flowhostRun(t, "dead-letters", "list", "-f", specPath, "--computation", "per-key")
+	require.NoError(t, err, stderr)
+	require.Empty(t, strings.TrimSpace(stdout), "the tenant's computation refused nothing")
+	stdout, stderr, err = flowhostRun(t, "dead-letters", "list", "-f", specPath, "--cause", "deadline exceeded", "--json")
+	require.NoError(t, err, stderr)
+	require.NotEmpty(t, strings.TrimSpace(stdout), "the batch cut by the CPU limit")
+	first := lines(stdout)
+	var dl opview.DeadLetter
+	require.NoError(t, json.Unmarshal([]byte(first[0]), &dl))
+	require.Equal(t, "spin", dl.Computation)
+	require.Contains(t, dl.Error, "deadline exceeded")
+	_, stderr, err = flowhostRun(t, "dead-letters", "list", "-f", specPath, "--since", "yesterday")
+	require.Error(t, err)
+	require.Contains(t, stderr, "--since")
 }

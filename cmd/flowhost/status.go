@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -78,5 +79,43 @@ the quarantines and the dead letters. --watch prints it again every
 	vf.add(cmd)
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh until interrupted")
 	cmd.Flags().DurationVar(&every, "interval", 2*time.Second, "with --watch: time between refreshes")
+	return cmd
+}
+
+func newState() *cobra.Command {
+	cmd := &cobra.Command{Use: "state", Short: "Read a running pipeline's state (read-only)"}
+	var vf viewFlags
+	get := &cobra.Command{
+		Use:   "get [--addr HOST:PORT] COMPUTATION KEY",
+		Short: "Print a key's committed state in a running pipeline",
+		Long: `Get prints the committed state of KEY in COMPUTATION of a running pipeline, as
+JSON: {computation, key, partition, found, value} (value in base64). KEY is
+the key as the computation sees it: the JSON array of its group_by fields,
+such as '["u1"]'. The run must have been started with --enable-state-lookup
+(state may hold personal data) and a data directory; it exits with status 1
+when the key has no state.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := vf.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.State(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			if !v.Found {
+				return fmt.Errorf("computation %q has no state for key %s (partition %d)", v.Computation, v.Key, v.Partition)
+			}
+			return nil
+		},
+	}
+	vf.add(get)
+	cmd.AddCommand(get)
 	return cmd
 }
