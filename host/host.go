@@ -707,6 +707,7 @@ func serveMetrics(addr string, fallback bool, g prometheus.Gatherer, status func
 	}
 	view.Register(mux)
 	srv := &http.Server{Handler: opview.Protect(listen.Token, mux), ReadHeaderTimeout: 5 * time.Second, TLSConfig: listen.TLS}
+	srv.RegisterOnShutdown(view.Close)
 	scheme := "http"
 	if listen.TLS != nil {
 		ln, scheme = tls.NewListener(ln, listen.TLS), "https"

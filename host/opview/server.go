@@ -72,6 +72,9 @@ type Server struct {
 	history []sample
 	// subs are the open event streams, woken after each sample.
 	subs map[chan struct{}]struct{}
+	// quit, closed by Close, ends the event streams.
+	quit      chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a server for cfg; call Start to sample, and mount Handler.
@@ -87,7 +90,7 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, subs: map[chan struct{}]struct{}{}}
+	s := &Server{cfg: cfg, subs: map[chan struct{}]struct{}{}, quit: make(chan struct{})}
 	s.Sample()
 	return s
 }
@@ -135,6 +138,11 @@ func (s *Server) Start(ctx context.Context) (stop func()) {
 	}()
 	return func() { cancel(); <-done }
 }
+
+// Close ends the open event streams (a server's Shutdown waits for its
+// handlers, and an event stream's lasts as long as its client): give it
+// to http.Server.RegisterOnShutdown.
+func (s *Server) Close() { s.closeOnce.Do(func() { close(s.quit) }) }
 
 // Latest returns the last snapshot taken.
 func (s *Server) Latest() Snapshot {
@@ -259,6 +267,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-s.quit:
 			return
 		case <-ch:
 			b, err := json.Marshal(s.Latest())

@@ -534,3 +534,22 @@ func TestFormat(t *testing.T) {
 		require.Contains(t, out, want)
 	}
 }
+
+// Close ends the open event streams, so that a server's Shutdown does not
+// wait for their clients.
+func TestCloseEndsEventStreams(t *testing.T) {
+	f, pipe := newFakeRun(t)
+	s, hs := newServer(t, f, pipe, nil)
+	// A stream Close did not end fails the read at the client's deadline.
+	client := &http.Client{Timeout: time.Minute}
+	resp, err := client.Get(hs.URL + opview.PathEvents)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(nil, 1<<20)
+	require.True(t, lines.Scan(), "the first event")
+	s.Close()
+	for lines.Scan() { // the rest of the first event, then the end
+	}
+	require.NoError(t, lines.Err())
+}
