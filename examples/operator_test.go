@@ -188,11 +188,14 @@ func TestOperatorAPIRefusals(t *testing.T) {
 	_, err = c.State(context.Background(), "per-key", `["k1"]`)
 	require.ErrorContains(t, err, "403")
 	require.ErrorContains(t, err, "--enable-state-lookup")
+	_, stderr, err = flowhostRun(t, "trace", "--addr", c.Base, "per-key", "0")
+	require.Error(t, err)
+	require.Contains(t, stderr, "--live-trace")
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGINT))
 	r.waitExit(t)
 
 	r = startFlowhost(t, "run", "-f", specPath, "--plugins", loopPlugin(t), "--cache-dir", env.cache,
-		"--data-dir", t.TempDir(), "--metrics-addr", "127.0.0.1:0", "--reload=false", "--cpu-per-batch", "200ms", "--enable-state-lookup")
+		"--data-dir", t.TempDir(), "--metrics-addr", "127.0.0.1:0", "--reload=false", "--cpu-per-batch", "200ms", "--enable-state-lookup", "--live-trace", "10")
 	c, err = opview.NewClient(r.metricsAddr(t), "", "")
 	require.NoError(t, err)
 	var found opview.StateValue
@@ -217,6 +220,28 @@ func TestOperatorAPIRefusals(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got))
 	require.True(t, got.Found)
 	require.Equal(t, found.Partition, got.Partition)
+	// The live trace: the partition's last deliveries, as --trace lines.
+	stdout, stderr, err = flowhostRun(t, "trace", "--addr", c.Base, "per-key", "0")
+	require.NoError(t, err, stderr)
+	traced := lines(stdout)
+	require.NotEmpty(t, strings.TrimSpace(stdout))
+	require.LessOrEqual(t, len(traced), 10)
+	var prevEpoch uint64
+	for _, l := range traced {
+		var rec struct {
+			Computation string
+			Partition   int
+			Epoch       uint64
+			Kind        string
+			MessageID   string `json:"message_id"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &rec), l)
+		require.Equal(t, "per-key", rec.Computation)
+		require.Zero(t, rec.Partition)
+		require.GreaterOrEqual(t, rec.Epoch, prevEpoch, "oldest first")
+		require.NotEmpty(t, rec.MessageID)
+		prevEpoch = rec.Epoch
+	}
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGINT))
 	r.waitExit(t)
 	require.False(t, strings.Contains(r.log(), "panic"), r.log())

@@ -133,6 +133,9 @@ type RunConfig struct {
 	// (/api/v1/state); off by default, because state may hold personal
 	// data. It needs the store.
 	EnableStateLookup bool
+	// LiveTrace keeps the last LiveTrace deliveries of every computation
+	// partition for the API's live trace (/api/v1/trace); 0 keeps none.
+	LiveTrace int
 }
 
 // DefaultCPUPerBatch is the CPU limit per batch of the operator's plugins
@@ -244,6 +247,9 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	if cfg.InsecureListen {
 		opts = append(opts, runtime.WithInsecureListen())
 	}
+	if cfg.LiveTrace > 0 {
+		opts = append(opts, runtime.WithLiveTrace(cfg.LiveTrace))
+	}
 	stopGrace := cfg.StopGrace
 	if stopGrace == 0 {
 		stopGrace = DefaultStopGrace
@@ -259,8 +265,12 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 		if err != nil {
 			return nil, err
 		}
-		view := opview.New(opview.Config{Pipeline: pipe, Status: rt.Status, Gatherer: reg, Token: listen.Token,
-			StateLookup: stateLookup(cfg, pipe, runStore)})
+		vc := opview.Config{Pipeline: pipe, Status: rt.Status, Gatherer: reg, Token: listen.Token,
+			StateLookup: stateLookup(cfg, pipe, runStore)}
+		if cfg.LiveTrace > 0 {
+			vc.Trace = rt.RecentDeliveries
+		}
+		view := opview.New(vc)
 		stopView := view.Start(ctx)
 		defer stopView()
 		stop, err := serveMetrics(cfg.MetricsAddr, cfg.MetricsFallback, reg, rt.Status, savepoints, log, cfg.OnMetricsListen, view, listen)

@@ -40,7 +40,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew(), newSavepoint(), newStatus(), newState(), newDeadLetters())
+	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew(), newSavepoint(), newStatus(), newState(), newTrace(), newDeadLetters())
 	return root
 }
 
@@ -171,6 +171,7 @@ nothing.`,
 	f.StringVar(&cfg.MetricsSecurity.KeyFile, "metrics-tls-key", "", "the key of --metrics-tls-cert (PEM)")
 	f.StringVar(&cfg.MetricsSecurity.TokenFile, "metrics-token-file", "", "require this file's bearer token on every request to the metrics address")
 	f.BoolVar(&cfg.MetricsSecurity.Insecure, "insecure", false, "let --metrics-addr be a non-loopback address without TLS and a bearer token")
+	f.IntVar(&cfg.LiveTrace, "live-trace", 0, "keep the last N deliveries of every computation partition for flowhost trace (/api/v1/trace); 0: none")
 	f.BoolVar(&cfg.EnableStateLookup, "enable-state-lookup", false, "let the operator's API read a key's committed state (/api/v1/state); state may hold personal data")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")

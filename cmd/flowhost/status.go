@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,5 +118,41 @@ when the key has no state.`,
 	}
 	vf.add(get)
 	cmd.AddCommand(get)
+	return cmd
+}
+
+func newTrace() *cobra.Command {
+	var vf viewFlags
+	cmd := &cobra.Command{
+		Use:   "trace [--addr HOST:PORT] COMPUTATION PARTITION",
+		Short: "Print a running partition's last deliveries, as --trace lines",
+		Long: `Trace prints the last deliveries of partition PARTITION of COMPUTATION in a
+running pipeline, oldest first, one JSON line each with the fields of a
+--trace line (message id, parents, timestamps, bias, delay, priority). The
+run must keep them: flowhost run --live-trace N.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			part, err := strconv.Atoi(args[1])
+			if err != nil {
+				return fmt.Errorf("PARTITION %q: not a number", args[1])
+			}
+			c, err := vf.client()
+			if err != nil {
+				return err
+			}
+			recs, err := c.Trace(cmd.Context(), args[0], part)
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			for i := range recs {
+				if err := enc.Encode(&recs[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	vf.add(cmd)
 	return cmd
 }

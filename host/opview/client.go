@@ -10,8 +10,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flowhost/flowhost/host/runtime"
 )
 
 // Client reads the API of a running pipeline, as flowhost status does.
@@ -99,4 +102,13 @@ func (c *Client) State(ctx context.Context, computation, key string) (StateValue
 	q := url.Values{"computation": {computation}, "key": {key}}
 	err := c.get(ctx, PathState+"?"+q.Encode(), &v)
 	return v, err
+}
+
+// Trace returns a partition's last deliveries, oldest first; the run must
+// keep a live trace.
+func (c *Client) Trace(ctx context.Context, computation string, partition int) ([]runtime.TraceRecord, error) {
+	var recs []runtime.TraceRecord
+	q := url.Values{"computation": {computation}, "partition": {strconv.Itoa(partition)}}
+	err := c.get(ctx, PathTrace+"?"+q.Encode(), &recs)
+	return recs, err
 }

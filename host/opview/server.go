@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -51,6 +52,9 @@ type Config struct {
 	// StateLookup reads a key's committed state; nil disables state
 	// lookup (every request is refused with ErrStateLookupDisabled).
 	StateLookup func(computation, key string) (StateValue, error)
+	// Trace returns a partition's last deliveries (the live trace,
+	// runtime.Runtime.RecentDeliveries); nil disables it.
+	Trace func(computation string, partition int) ([]runtime.TraceRecord, error)
 	// Token, when set, is the bearer token every request must carry
 	// (Authorization: Bearer TOKEN); see [Protect].
 	Token string
@@ -158,6 +162,7 @@ const (
 	PathEvents     = PathPrefix + "events"
 	PathState      = PathPrefix + "state"
 	PathHistory    = PathPrefix + "history"
+	PathTrace      = PathPrefix + "trace"
 	pathPipeline   = PathPrefix + "pipeline"
 	pathStreams    = PathPrefix + "streams"
 	pathPartitions = PathPrefix + "partitions"
@@ -179,6 +184,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathHistory, s.serveHistory)
 	mux.HandleFunc("GET "+PathEvents, s.serveEvents)
 	mux.HandleFunc("GET "+PathState, s.serveState)
+	mux.HandleFunc("GET "+PathTrace, s.serveTrace)
 	mux.HandleFunc(PathPrefix, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s %s (see docs/operator.md)", r.Method, r.URL.Path))
 	})
@@ -302,6 +308,32 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// ErrLiveTraceDisabled is what a trace request gets when the run keeps no
+// live trace.
+var ErrLiveTraceDisabled = errors.New("the live trace is off: start flowhost run with --live-trace N")
+
+// serveTrace answers GET /api/v1/trace?computation=C&partition=P with the
+// partition's last deliveries, oldest first, when the live trace is on.
+func (s *Server) serveTrace(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Trace == nil {
+		writeError(w, http.StatusForbidden, ErrLiveTraceDisabled.Error())
+		return
+	}
+	q := r.URL.Query()
+	comp := q.Get("computation")
+	part, err := strconv.Atoi(q.Get("partition"))
+	if comp == "" || err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("the live trace needs the query parameters computation and partition (a number); got computation=%q partition=%q", comp, q.Get("partition")))
+		return
+	}
+	recs, err := s.cfg.Trace(comp, part)
+	if err != nil {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, recs)
 }
 
 // Error is the body of every refusal of the API.

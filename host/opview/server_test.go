@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -552,4 +553,38 @@ func TestCloseEndsEventStreams(t *testing.T) {
 	for lines.Scan() { // the rest of the first event, then the end
 	}
 	require.NoError(t, lines.Err())
+}
+
+// The live trace is refused unless the run keeps one; on, it answers the
+// partition's deliveries and refuses a request without its parameters.
+func TestLiveTrace(t *testing.T) {
+	f, pipe := newFakeRun(t)
+	_, off := newServer(t, f, pipe, nil)
+	c, err := opview.NewClient(off.URL, "", "")
+	require.NoError(t, err)
+	_, err = c.Trace(context.Background(), "parse", 0)
+	require.ErrorContains(t, err, "403")
+	require.ErrorContains(t, err, "--live-trace")
+
+	want := []runtime.TraceRecord{{Computation: "parse", Partition: 1, Epoch: 3, Key: `["u1"]`, Kind: runtime.TraceMessage, Stream: "raw",
+		MessageID: "raw/p1:4", Parents: []string{}, EventTS: 10, PriorityTS: 11}}
+	_, on := newServer(t, f, pipe, func(cfg *opview.Config) {
+		cfg.Trace = func(comp string, part int) ([]runtime.TraceRecord, error) {
+			if comp != "parse" || part != 1 {
+				return nil, fmt.Errorf("no partition %s/%d", comp, part)
+			}
+			return want, nil
+		}
+	})
+	c, err = opview.NewClient(on.URL, "", "")
+	require.NoError(t, err)
+	got, err := c.Trace(context.Background(), "parse", 1)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	_, err = c.Trace(context.Background(), "parse", 7)
+	require.ErrorContains(t, err, "404")
+	require.ErrorContains(t, err, "no partition parse/7")
+	var e opview.Error
+	require.Equal(t, http.StatusBadRequest, getJSON(t, on.URL+"/api/v1/trace?computation=parse&partition=x", &e))
+	require.Contains(t, e.Error, "partition")
 }

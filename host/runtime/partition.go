@@ -195,6 +195,7 @@ type partition struct {
 	hasToken     bool      // holds a worker slot (process)
 	tokenAt      time.Time // since when
 	view         partitionView
+	recent       recentDeliveries
 }
 
 type mapSlot struct {

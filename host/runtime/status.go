@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -434,4 +436,63 @@ func (d *deadLetterCauses) top(node string) *DeadLetterCause {
 		}
 	}
 	return best
+}
+
+// WithLiveTrace keeps the last n deliveries of every computation
+// partition, with the fields of a --trace line, for RecentDeliveries (the
+// operator's live trace). It costs what --trace costs to build the records,
+// without the writing; 0 (the default) keeps none.
+func WithLiveTrace(n int) Option { return func(o *options) { o.liveTrace = max(0, n) } }
+
+// recentDeliveries is a partition's ring of its last deliveries: written
+// by its worker, read by RecentDeliveries.
+type recentDeliveries struct {
+	mu   sync.Mutex
+	ring []TraceRecord
+	next int // where the next one goes, once the ring is full
+}
+
+// add keeps recs, the deliveries of one batch in order, in a ring of n.
+func (d *recentDeliveries) add(recs []TraceRecord, n int) {
+	if n <= 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range recs {
+		r.Parents = slices.Clone(r.Parents)
+		if len(d.ring) < n {
+			d.ring = append(d.ring, r)
+			continue
+		}
+		d.ring[d.next] = r
+		d.next = (d.next + 1) % n
+	}
+}
+
+func (d *recentDeliveries) copy() []TraceRecord {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]TraceRecord, 0, len(d.ring))
+	out = append(out, d.ring[d.next:]...)
+	return append(out, d.ring[:d.next]...)
+}
+
+// RecentDeliveries returns the last deliveries of partition part of
+// computation, oldest first, as many as WithLiveTrace keeps; an error
+// names what does not exist, or says the live trace is off.
+func (r *Runtime) RecentDeliveries(computation string, part int) ([]TraceRecord, error) {
+	if r.opts.liveTrace <= 0 {
+		return nil, errors.New("the live trace is off: start the run with --live-trace N")
+	}
+	for _, c := range r.comps {
+		if c.spec.Name != computation {
+			continue
+		}
+		if part < 0 || part >= len(c.parts) {
+			return nil, fmt.Errorf("computation %q has partitions 0 to %d, not %d", computation, len(c.parts)-1, part)
+		}
+		return c.parts[part].recent.copy(), nil
+	}
+	return nil, fmt.Errorf("no computation %q in pipeline %q", computation, r.pipe.Name)
 }

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -78,4 +79,44 @@ func TestStatusDetailsPartitionsStreamsAndDeadLetters(t *testing.T) {
 	require.Len(t, st.DeadLetters, 1)
 	require.Equal(t, "ident", st.DeadLetters[0].Node)
 	require.Contains(t, st.DeadLetters[0].Cause, "refused: bad record")
+}
+
+// The live trace keeps, per partition, the last deliveries as the trace
+// file has them.
+func TestRecentDeliveriesAreTheTracesLast(t *testing.T) {
+	var recs sliceSource
+	for i := range 200 {
+		recs = append(recs, record(i%2, int64(1000+i), int64(500+i), fmt.Sprintf(`{"user":"u%d","seq":%d}`, i%7, i)))
+	}
+	const keep = 5
+	var trace bytes.Buffer
+	rt, err := runtime.New(mustSpec(t, mapPipeline), map[string]compute.Factory{"ident": compute.Native(identity)},
+		runtime.WithSource("in", recs), runtime.WithSink("sink", &captureSink{}), runtime.WithDeadLetter(&bytes.Buffer{}),
+		runtime.WithTrace(&trace), runtime.WithLiveTrace(keep))
+	require.NoError(t, err)
+	require.NoError(t, rt.Run(context.Background()))
+
+	byPart := map[int][]runtime.TraceRecord{}
+	dec := json.NewDecoder(&trace)
+	for dec.More() {
+		var r runtime.TraceRecord
+		require.NoError(t, dec.Decode(&r))
+		byPart[r.Partition] = append(byPart[r.Partition], r)
+	}
+	for p := range 3 {
+		got, err := rt.RecentDeliveries("ident", p)
+		require.NoError(t, err)
+		all := byPart[p]
+		require.Equal(t, all[max(0, len(all)-keep):], got, "partition %d", p)
+	}
+	_, err = rt.RecentDeliveries("ident", 3)
+	require.ErrorContains(t, err, "partitions 0 to 2, not 3")
+	_, err = rt.RecentDeliveries("nope", 0)
+	require.ErrorContains(t, err, `no computation "nope"`)
+
+	off, err := runtime.New(mustSpec(t, mapPipeline), map[string]compute.Factory{"ident": compute.Native(identity)},
+		runtime.WithSource("in", sliceSource{}), runtime.WithSink("sink", &captureSink{}), runtime.WithDeadLetter(&bytes.Buffer{}))
+	require.NoError(t, err)
+	_, err = off.RecentDeliveries("ident", 0)
+	require.ErrorContains(t, err, "--live-trace")
 }
