@@ -155,6 +155,14 @@ func TestOperatorPageInBrowser(t *testing.T) {
 		"sink:spun-out", "QUARANTINED", "quarantine_after", "acme", "clicks", "event time held back by"} {
 		require.Contains(t, string(out), want)
 	}
+	// --watch prints it again, clearing the terminal in between.
+	w := startFlowhost(t, "status", "--addr", addr, "--watch", "--interval", "100ms")
+	w.waitFor(t, "flowhost status --watch refreshing", func() bool {
+		return strings.Count(w.stdout.String(), "\x1b[H\x1b[2Jpipeline opview") >= 2
+	})
+	require.NoError(t, w.cmd.Process.Kill())
+	<-w.exited
+
 	// And its JSON is the API's, versioned.
 	c, err := opview.NewClient(addr, "", "")
 	require.NoError(t, err)
