@@ -214,6 +214,9 @@ func TestEveryEndpoint(t *testing.T) {
 	require.Equal(t, 3, parts[0].Queued)
 	require.Equal(t, int64(40), parts[0].StateBytes)
 	require.Equal(t, "guest trapped 3 times: unreachable", parts[2].Quarantine)
+	require.NotNil(t, parts[0].EventWatermark)
+	require.Equal(t, f.status.Computations[0].PartitionDetails[0].EventWatermark, *parts[0].EventWatermark)
+	require.Nil(t, parts[2].EventWatermark, "no watermark yet")
 
 	var qs []opview.Quarantine
 	require.Equal(t, 200, getJSON(t, hs.URL+"/api/v1/quarantines", &qs))

@@ -73,7 +73,7 @@ func Format(w io.Writer, snap Snapshot) error {
 			q = " QUARANTINED"
 		}
 		p("  %s/p%d%s\t%d\t%d\t%s\t%d\t%d keys, %s\t%s\n", pt.Computation, pt.Partition, q, pt.Epoch, pt.Queued, last,
-			pt.PendingTimers, pt.StateKeys, bytesText(pt.StateBytes), wmText(&pt.EventWatermark))
+			pt.PendingTimers, pt.StateKeys, bytesText(pt.StateBytes), wmText(pt.EventWatermark))
 	}
 
 	p("\ntenants\tweight\tcpu share\tworker time\tthrottled\tquota refusals\n")

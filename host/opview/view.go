@@ -133,6 +133,11 @@ type Partition struct {
 	Computation string `json:"computation"`
 	Tenant      string `json:"tenant,omitempty"`
 	runtime.PartitionStatus
+	// EventWatermark and SystemWatermark are the partition's output
+	// watermarks, null before it has one (they hide the runtime's
+	// ordering.NoWatermark).
+	EventWatermark  *int64 `json:"event_watermark"`
+	SystemWatermark *int64 `json:"system_watermark"`
 	// Quarantine is why the partition is quarantined; "" when it is not.
 	Quarantine string `json:"quarantine,omitempty"`
 }
@@ -339,7 +344,8 @@ func build(pipe *spec.Pipeline, st runtime.Status, idx metricIndex, now time.Tim
 			snap.Quarantines = append(snap.Quarantines, Quarantine{Computation: c.Name, Tenant: c.Tenant, Partition: q.Partition, Reason: q.Reason})
 		}
 		for _, p := range c.PartitionDetails {
-			snap.Partitions = append(snap.Partitions, Partition{Computation: c.Name, Tenant: c.Tenant, PartitionStatus: p, Quarantine: reasons[p.Partition]})
+			snap.Partitions = append(snap.Partitions, Partition{Computation: c.Name, Tenant: c.Tenant, PartitionStatus: p, Quarantine: reasons[p.Partition],
+				EventWatermark: watermark(p.EventWatermark), SystemWatermark: watermark(p.SystemWatermark)})
 			if p.EventWatermark == EndOfStream {
 				continue
 			}
