@@ -71,4 +71,3 @@ func TestPageDrawsEveryPart(t *testing.T) {
 	require.Equal(t, 1, got.DeadLetters)
 	require.Contains(t, got.Hold, "stream raw")
 }
-
