@@ -37,6 +37,7 @@ computations:
     plugin: window-count
     tenant: acme
     kind: transform
+    partitions: 2
     group_by: [key]
     input_streams: [clicks]
     output_streams: [counts]
@@ -206,17 +207,19 @@ func TestOperatorAPIRefusals(t *testing.T) {
 		"--data-dir", t.TempDir(), "--metrics-addr", "127.0.0.1:0", "--reload=false", "--cpu-per-batch", "200ms", "--enable-state-lookup", "--live-trace", "10")
 	c, err = opview.NewClient(r.metricsAddr(t), "", "")
 	require.NoError(t, err)
+	// Keys are found in both partitions: the lookup routes a key as the
+	// runtime does.
 	var found opview.StateValue
-	r.waitFor(t, "a window count's state committed for some key", func() bool {
+	foundIn := map[int]bool{}
+	r.waitFor(t, "a window count's state committed for keys of both partitions", func() bool {
 		for k := range 20 {
 			v, err := c.State(context.Background(), "per-key", fmt.Sprintf(`["k%d"]`, k))
 			require.NoError(t, err)
 			if v.Found {
-				found = v
-				return true
+				found, foundIn[v.Partition] = v, true
 			}
 		}
-		return false
+		return len(foundIn) == 2
 	})
 	require.NotEmpty(t, found.Value)
 	_, err = c.State(context.Background(), "nope", "k")

@@ -754,7 +754,7 @@ func stateLookup(cfg *RunConfig, pipe *spec.Pipeline, st *store.Store) func(comp
 		if i < 0 {
 			return opview.StateValue{}, fmt.Errorf("no computation %q in pipeline %q", computation, pipe.Name)
 		}
-		part := ordering.PartitionOf(key, pipe.Computations[i].Partitions)
+		part := ordering.PartitionOf(key, max(1, pipe.Computations[i].Partitions))
 		v, ok, err := st.State(computation, part, key)
 		if err != nil {
 			return opview.StateValue{}, fmt.Errorf("computation %q partition %d key %q: %w", computation, part, key, err)
