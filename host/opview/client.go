@@ -38,6 +38,17 @@ func NewClient(addr, token, caFile string) (*Client, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("--addr %q: want HOST:PORT or an http:// or https:// URL", addr)
 	}
+	hc, err := HTTPClient(caFile)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Base: strings.TrimRight(u.String(), "/"), Token: token, HTTP: hc}, nil
+}
+
+// HTTPClient is the client of flowhost's commands that talk to a running
+// pipeline: caFile, if set, is the PEM certificate an https server's must
+// be signed by (a self-signed one, say).
+func HTTPClient(caFile string) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
@@ -50,7 +61,7 @@ func NewClient(addr, token, caFile string) (*Client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &Client{Base: strings.TrimRight(u.String(), "/"), Token: token, HTTP: &http.Client{Transport: tr, Timeout: 30 * time.Second}}, nil
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}, nil
 }
 
 // get decodes the JSON answer of path into v; a refusal's error is the

@@ -2,8 +2,14 @@ package opview_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,4 +106,64 @@ func FuzzReadDeadLetters(f *testing.F) {
 			require.True(t, strings.HasPrefix(err.Error(), "f:"), err.Error())
 		}
 	})
+}
+
+func TestReplayIDAndReplayable(t *testing.T) {
+	for _, tc := range []struct {
+		origin, encoding, record, id, refused string
+	}{
+		{origin: "parse <- raw raw/p0:7", record: `{"a":1}`, id: "dead-letter:parse:raw/p0:7"},
+		{origin: "score <- parsed parse/0:1.2", record: `{}`, id: "dead-letter:score:parse/0:1.2"},
+		{origin: "orders.jsonl:3:1", record: `{}`, refused: "names no computation's message"},
+		{origin: "parse <- raw", record: `{}`, refused: "names no computation's message"},
+		{origin: "parse <- raw raw/p0:7", encoding: "base64", record: `"AAE="`, refused: "not JSON (base64)"},
+	} {
+		d := opview.DeadLetter{Line: 4, Origin: tc.origin, RecordEncoding: tc.encoding, Record: []byte(tc.record)}
+		err := opview.Replayable(d)
+		if tc.refused != "" {
+			require.ErrorContains(t, err, tc.refused, tc.origin)
+			require.ErrorContains(t, err, "line 4", tc.origin)
+			continue
+		}
+		require.NoError(t, err, tc.origin)
+		require.Equal(t, tc.id, opview.ReplayID(d))
+	}
+}
+
+// Replay posts each record with its id, in chunks, with the token; a
+// refusal stops it with the source's answer.
+func TestReplayPostsRecordsWithTheirIDs(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	refuse := false
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.Equal(t, "Bearer tok", r.Header.Get("Authorization"))
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if refuse {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"accepted":0,"error":"shutting down"}`)
+			return
+		}
+		bodies = append(bodies, string(b))
+		fmt.Fprintf(w, `{"accepted":%d}`, strings.Count(string(b), "\n"))
+	}))
+	t.Cleanup(hs.Close)
+	var letters []opview.DeadLetter
+	for i := range 1500 {
+		letters = append(letters, opview.DeadLetter{Line: i + 1, Origin: fmt.Sprintf("c <- s s/p0:%d", i), Record: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+	}
+	n, err := opview.Replay(context.Background(), hs.Client(), hs.URL, "tok", letters)
+	require.NoError(t, err)
+	require.Equal(t, 1500, n)
+	require.Len(t, bodies, 2, "in chunks of 1000")
+	require.True(t, strings.HasPrefix(bodies[0], `{"id":"dead-letter:c:s/p0:0","payload":{"n":0}}`+"\n"), bodies[0][:80])
+	mu.Lock()
+	refuse = true
+	mu.Unlock()
+	n, err = opview.Replay(context.Background(), hs.Client(), hs.URL, "tok", letters[:1])
+	require.Zero(t, n)
+	require.ErrorContains(t, err, "503")
+	require.ErrorContains(t, err, "shutting down")
 }
