@@ -7,10 +7,10 @@ GO ?= go
 # engine), wat2wasm for the WAT guests,
 # clang/lld/wasi-libc for the C SDK, Debian's rustc/cargo with the wasm32
 # standard library and serde_cbor for the Rust SDK, node/npm for the
-# AssemblyScript SDK.
+# AssemblyScript SDK, chromium for the operator page's browser test.
 APT_PACKAGES := gcc wabt clang lld wasi-libc libclang-rt-dev-wasm32 libc++-dev-wasm32 libclang-rt-dev \
 	rustc cargo libstd-rust-dev-wasm32 \
-	librust-serde-cbor-dev librust-serde-dev librust-serde-derive-dev
+	librust-serde-cbor-dev librust-serde-dev librust-serde-derive-dev chromium
 # Node.js (with npm) comes from Debian only when the machine has none: a
 # machine with NodeSource's nodejs already has npm, and Debian's npm
 # package conflicts with it.
@@ -25,7 +25,7 @@ all: build
 deps:
 	@command -v $(GO) >/dev/null || { echo "Go 1.26 is required: https://go.dev/doc/install"; exit 1; }
 	@missing=""; \
-	for t in gcc wat2wasm clang wasm-ld /usr/bin/cargo /usr/bin/rustc; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	for t in gcc wat2wasm clang wasm-ld /usr/bin/cargo /usr/bin/rustc chromium; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	[ -d /usr/include/wasm32-wasi ] || missing="$$missing wasi-libc"; \
 	command -v clang >/dev/null && [ -f "$$(clang --target=wasm32-wasi -print-libgcc-file-name)" ] || missing="$$missing libclang-rt-dev-wasm32"; \
 	[ -f /usr/lib/wasm32-wasi/libc++.a ] || missing="$$missing libc++-dev-wasm32"; \

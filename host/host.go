@@ -8,6 +8,7 @@ package host
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,10 +31,12 @@ import (
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/engine"
+	"github.com/flowhost/flowhost/host/opview"
 	"github.com/flowhost/flowhost/host/progress"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/host/store"
+	"github.com/flowhost/flowhost/ordering"
 	"github.com/flowhost/flowhost/plugins"
 )
 
@@ -121,6 +124,18 @@ type RunConfig struct {
 	// SummaryJSON, if set, is a file the run's RunSummary is written to
 	// as JSON when the run ends.
 	SummaryJSON string
+	// MetricsSecurity is how the metrics server, which also serves the
+	// operator's page and API (package opview), is exposed: a
+	// MetricsAddr that is not loopback needs TLS and a bearer token, or
+	// Insecure.
+	MetricsSecurity opview.Security
+	// EnableStateLookup lets the API read a key's committed state
+	// (/api/v1/state); off by default, because state may hold personal
+	// data. It needs the store.
+	EnableStateLookup bool
+	// LiveTrace keeps the last LiveTrace deliveries of every computation
+	// partition for the API's live trace (/api/v1/trace); 0 keeps none.
+	LiveTrace int
 }
 
 // DefaultCPUPerBatch is the CPU limit per batch of the operator's plugins
@@ -200,6 +215,7 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	}
 	summary := &RunSummary{}
 	var savepoints http.Handler
+	var runStore *store.Store // nil in memory
 	if cfg.ReplaceDataDir && cfg.FromSavepoint == "" {
 		return nil, errors.New("--replace-data-dir replaces the data directory with a savepoint: give it with --from-savepoint")
 	}
@@ -214,6 +230,7 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 			return nil, err
 		}
 		defer st.Close()
+		runStore = st
 		log.Info("exactly-once: committing to the data directory", "dir", st.Dir())
 		summary.DataDir = st.Dir()
 		opts = append(opts, runtime.WithStore(st))
@@ -230,6 +247,9 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	if cfg.InsecureListen {
 		opts = append(opts, runtime.WithInsecureListen())
 	}
+	if cfg.LiveTrace > 0 {
+		opts = append(opts, runtime.WithLiveTrace(cfg.LiveTrace))
+	}
 	stopGrace := cfg.StopGrace
 	if stopGrace == 0 {
 		stopGrace = DefaultStopGrace
@@ -241,7 +261,19 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 		return nil, err
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(cfg.MetricsAddr, cfg.MetricsFallback, reg, rt.Status, savepoints, log, cfg.OnMetricsListen)
+		listen, err := cfg.MetricsSecurity.Resolve(cfg.MetricsAddr)
+		if err != nil {
+			return nil, err
+		}
+		vc := opview.Config{Pipeline: pipe, Status: rt.Status, Gatherer: reg, Token: listen.Token,
+			StateLookup: stateLookup(cfg, pipe, runStore)}
+		if cfg.LiveTrace > 0 {
+			vc.Trace = rt.RecentDeliveries
+		}
+		view := opview.New(vc)
+		stopView := view.Start(ctx)
+		defer stopView()
+		stop, err := serveMetrics(cfg.MetricsAddr, cfg.MetricsFallback, reg, rt.Status, savepoints, log, cfg.OnMetricsListen, view, listen)
 		if err != nil {
 			return nil, err
 		}
@@ -661,11 +693,13 @@ func compilationCacheDir(dir string) (string, error) {
 	return dir, nil
 }
 
-// serveMetrics serves /metrics, /status (the runtime's Status as JSON) and,
-// with a store, SavepointPath on addr until stop is called. When addr is
-// in use and fallback is set, it serves on a free port of the same host
-// instead.
-func serveMetrics(addr string, fallback bool, g prometheus.Gatherer, status func() runtime.Status, savepoints http.Handler, log *slog.Logger, onListen func(string)) (stop func(), err error) {
+// serveMetrics serves /metrics, /status (the runtime's Status as JSON),
+// the operator's page and API of view and, with a store, SavepointPath on
+// addr until stop is called, over TLS and behind a bearer token when
+// listen has them. When addr is in use and fallback is set, it serves on
+// a free port of the same host instead.
+func serveMetrics(addr string, fallback bool, g prometheus.Gatherer, status func() runtime.Status, savepoints http.Handler, log *slog.Logger, onListen func(string),
+	view *opview.Server, listen opview.Listen) (stop func(), err error) {
 	ln, err := listenMetrics(addr, fallback, log)
 	if err != nil {
 		return nil, err
@@ -681,13 +715,20 @@ func serveMetrics(addr string, fallback bool, g prometheus.Gatherer, status func
 	if savepoints != nil {
 		mux.Handle(SavepointPath, savepoints)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	view.Register(mux)
+	srv := &http.Server{Handler: opview.Protect(listen.Token, mux), ReadHeaderTimeout: 5 * time.Second, TLSConfig: listen.TLS}
+	srv.RegisterOnShutdown(view.Close)
+	scheme := "http"
+	if listen.TLS != nil {
+		ln, scheme = tls.NewListener(ln, listen.TLS), "https"
+	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server", "err", err)
 		}
 	}()
-	log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
+	log.Info("serving metrics", "addr", scheme+"://"+ln.Addr().String()+"/metrics")
+	log.Info("serving the operator's page", "addr", scheme+"://"+ln.Addr().String()+"/")
 	if onListen != nil {
 		onListen(ln.Addr().String())
 	}
@@ -696,4 +737,28 @@ func serveMetrics(addr string, fallback bool, g prometheus.Gatherer, status func
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, nil
+}
+
+// stateLookup is the API's state lookup of the run: nil unless cfg
+// enables it. It reads the store's committed state, never a partition's
+// uncommitted batch; a run in memory has none to read.
+func stateLookup(cfg *RunConfig, pipe *spec.Pipeline, st *store.Store) func(computation, key string) (opview.StateValue, error) {
+	if !cfg.EnableStateLookup {
+		return nil
+	}
+	return func(computation, key string) (opview.StateValue, error) {
+		if st == nil {
+			return opview.StateValue{}, errors.New("state lookup reads the store: this run is --in-memory")
+		}
+		i := slices.IndexFunc(pipe.Computations, func(c spec.Computation) bool { return c.Name == computation })
+		if i < 0 {
+			return opview.StateValue{}, fmt.Errorf("no computation %q in pipeline %q", computation, pipe.Name)
+		}
+		part := ordering.PartitionOf(key, max(1, pipe.Computations[i].Partitions))
+		v, ok, err := st.State(computation, part, key)
+		if err != nil {
+			return opview.StateValue{}, fmt.Errorf("computation %q partition %d key %q: %w", computation, part, key, err)
+		}
+		return opview.StateValue{Computation: computation, Key: key, Partition: part, Found: ok, Value: v}, nil
+	}
 }

@@ -40,7 +40,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew(), newSavepoint())
+	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew(), newSavepoint(), newStatus(), newState(), newTrace(), newDeadLetters())
 	return root
 }
 
@@ -167,6 +167,12 @@ nothing.`,
 	f.DurationVar(&cfg.CPUPerBatch, "cpu-per-batch", host.DefaultCPUPerBatch, "time the guest of an operator's plugin may run on one batch before the batch fails (a manifest's limits.batch_timeout may ask for less); 0: no limit, faster on wazero, but a looping guest then holds a stop until a second signal")
 	f.DurationVar(&cfg.StopGrace, "stop-grace", host.DefaultStopGrace, "after SIGINT or SIGTERM, how long to deliver what was accepted before interrupting the running batches (exit status 4)")
 	f.StringVar(&cfg.SummaryJSON, "summary-json", "", "also write the run's summary to this file as JSON")
+	f.StringVar(&cfg.MetricsSecurity.CertFile, "metrics-tls-cert", "", "serve the metrics address (metrics, operator page and API) over HTTPS with this certificate (PEM)")
+	f.StringVar(&cfg.MetricsSecurity.KeyFile, "metrics-tls-key", "", "the key of --metrics-tls-cert (PEM)")
+	f.StringVar(&cfg.MetricsSecurity.TokenFile, "metrics-token-file", "", "require this file's bearer token on every request to the metrics address")
+	f.BoolVar(&cfg.MetricsSecurity.Insecure, "insecure", false, "let --metrics-addr be a non-loopback address without TLS and a bearer token")
+	f.IntVar(&cfg.LiveTrace, "live-trace", 0, "keep the last N deliveries of every computation partition for flowhost trace (/api/v1/trace); 0: none")
+	f.BoolVar(&cfg.EnableStateLookup, "enable-state-lookup", false, "let the operator's API read a key's committed state (/api/v1/state); state may hold personal data")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")

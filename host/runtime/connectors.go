@@ -72,7 +72,7 @@ func (d *deadLetters) reject(node, stage, origin string, err error, record []byt
 // them, for flowhost_dead_letters_total and the run's Summary.
 func (d *deadLetters) count(node, stage string, err error) {
 	d.rt.metrics.deadLetters.WithLabelValues(stage, node).Inc()
-	d.causes.add(node, err)
+	d.causes.add(node, stage, err)
 }
 
 // connectReject adapts the dead letter for the bad input of source's

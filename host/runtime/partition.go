@@ -194,6 +194,8 @@ type partition struct {
 	failures     partitionFailures
 	hasToken     bool      // holds a worker slot (process)
 	tokenAt      time.Time // since when
+	view         partitionView
+	recent       recentDeliveries
 }
 
 type mapSlot struct {
@@ -293,6 +295,7 @@ func (p *partition) start(ctx context.Context) error {
 	if err := p.restoreQueue(); err != nil {
 		return err
 	}
+	p.publishView(0, time.Time{}, nil)
 	if resumed {
 		r.log.Info("computation partition resumed from its last commit", "computation", c.spec.Name, "partition", p.index,
 			"epoch", p.epoch, "queued", p.inbox.Len(c.spec.Name, 0), "timers", p.timers.Len())

@@ -87,7 +87,7 @@ func (p *partition) process(ctx context.Context, b *ordering.Batch, wm abi.Water
 // newEpoch starts the epoch of batch b: its due timers are deleted, the
 // map counters start again.
 func (p *partition) newEpoch(b *ordering.Batch) *epoch {
-	if p.comp.rt.trace != nil {
+	if p.comp.rt.trace != nil || p.comp.rt.opts.liveTrace > 0 {
 		p.traceBatch(b)
 	}
 	ep := &epoch{commit: Commit{Epoch: p.epoch}}
@@ -129,6 +129,7 @@ func (p *partition) finishEpoch(ctx context.Context, ep *epoch, b *ordering.Batc
 	p.release(b)
 	c.mBatchRows.Observe(float64(batchInputs(b)))
 	c.mBatchTime.Observe(time.Since(started).Seconds())
+	p.publishView(batchInputs(b), started, &ep.commit)
 	return nil
 }
 
@@ -594,6 +595,10 @@ func (p *partition) traceBatch(b *ordering.Batch) {
 		}
 	}
 	p.tracebuf = recs
+	p.recent.add(recs, c.rt.opts.liveTrace)
+	if c.rt.trace == nil {
+		return
+	}
 	if err := c.rt.trace.write(recs); err != nil {
 		c.rt.fail(fmt.Errorf("trace: %w", err))
 	}

@@ -455,6 +455,7 @@ func (r *Runtime) closeAll(ctx context.Context) {
 type Option func(*options)
 
 type options struct {
+	liveTrace  int // deliveries kept per partition for RecentDeliveries (WithLiveTrace)
 	logger     *slog.Logger
 	registry   prometheus.Registerer
 	gatherer   prometheus.Gatherer

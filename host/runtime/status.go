@@ -1,8 +1,14 @@
 package runtime
 
 import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -18,6 +24,12 @@ type Status struct {
 	Pipeline string `json:"pipeline"`
 	// Computations are in the spec's order.
 	Computations []ComputationStatus `json:"computations"`
+	// Streams are the pipeline's streams, by name, with the watermarks
+	// their writers published (ordering.NoWatermark before the first).
+	Streams []StreamStatus `json:"streams,omitempty"`
+	// DeadLetters are the latest dead letters (at most
+	// maxRecentDeadLetters), oldest first.
+	DeadLetters []DeadLetterRecord `json:"dead_letters,omitempty"`
 	// KafkaLag is the consumer lag of every partition the kafka sources
 	// have fetched, by source in the spec's order.
 	KafkaLag []KafkaLag `json:"kafka_lag,omitempty"`
@@ -28,6 +40,112 @@ type Status struct {
 type KafkaLag struct {
 	Source string `json:"source"`
 	connect.KafkaPartitionLag
+}
+
+// StreamStatus is one stream's part of a [Status]: its writer's
+// watermarks, in int64 nanoseconds since the Unix epoch.
+type StreamStatus struct {
+	Name            string `json:"name"`
+	EventWatermark  int64  `json:"event_watermark"`
+	SystemWatermark int64  `json:"system_watermark"`
+	// Idle is true while the stream's writer is idle: its readers leave
+	// it out of their event watermark.
+	Idle bool `json:"idle,omitempty"`
+	// Finished is true once the stream has ended.
+	Finished bool `json:"finished,omitempty"`
+}
+
+// PartitionStatus is one computation partition's part of a [Status], as
+// its worker last published it (after its last batch).
+type PartitionStatus struct {
+	Partition int `json:"partition"`
+	// Epoch is the last epoch the partition processed.
+	Epoch uint64 `json:"epoch"`
+	// Queued counts the messages delivered to it and not yet processed.
+	Queued int `json:"queued"`
+	// LastBatchRows, LastBatchNanos and LastBatchAt are the last batch's
+	// inputs, its processing time and when it ended (0: none yet).
+	LastBatchRows  int   `json:"last_batch_rows"`
+	LastBatchNanos int64 `json:"last_batch_nanos"`
+	LastBatchAt    int64 `json:"last_batch_at"`
+	// PendingTimers counts the timers set and not yet fired.
+	PendingTimers int `json:"pending_timers"`
+	// StateKeys and StateBytes count the keys with state and their
+	// bytes among the keys this run wrote: state a resumed run has not
+	// touched yet is not counted (flowhost inspect counts all of it).
+	StateKeys  int   `json:"state_keys"`
+	StateBytes int64 `json:"state_bytes"`
+	// EventWatermark and SystemWatermark are the partition's output
+	// watermarks.
+	EventWatermark  int64 `json:"event_watermark"`
+	SystemWatermark int64 `json:"system_watermark"`
+}
+
+// DeadLetterRecord is one recent dead letter: which node sent it, at which
+// stage, why, and when (int64 nanoseconds since the Unix epoch).
+type DeadLetterRecord struct {
+	Node  string `json:"node"`
+	Stage string `json:"stage"`
+	Cause string `json:"cause"`
+	Time  int64  `json:"time"`
+}
+
+// maxRecentDeadLetters bounds Status.DeadLetters.
+const maxRecentDeadLetters = 20
+
+// partitionView is what a partition's worker publishes for Status after
+// each batch: atomics, so that Status never waits for a running batch.
+// sizes is the worker's own.
+type partitionView struct {
+	epoch, lastAt, lastNanos, stateBytes atomic.Int64
+	lastRows, timers, stateKeys          atomic.Int64
+	sizes                                map[string]int
+}
+
+// publishView records batch b's figures, which ended now after started,
+// and the state changes of its commit c (nil: none) for Status; only the
+// partition's worker calls it.
+func (p *partition) publishView(rows int, started time.Time, c *Commit) {
+	v := &p.view
+	if c != nil {
+		if v.sizes == nil {
+			v.sizes = map[string]int{}
+		}
+		for _, ch := range c.State {
+			old, had := v.sizes[ch.Key]
+			if ch.Delete {
+				if had {
+					delete(v.sizes, ch.Key)
+					v.stateBytes.Add(-int64(old))
+				}
+				continue
+			}
+			v.sizes[ch.Key] = len(ch.Value)
+			v.stateBytes.Add(int64(len(ch.Value) - old))
+		}
+		v.stateKeys.Store(int64(len(v.sizes)))
+	}
+	v.epoch.Store(int64(p.epoch))
+	if !started.IsZero() {
+		now := time.Now()
+		v.lastRows.Store(int64(rows))
+		v.lastNanos.Store(int64(now.Sub(started)))
+		v.lastAt.Store(now.UnixNano())
+	}
+	if p.timers != nil {
+		v.timers.Store(int64(p.timers.Len()))
+	}
+}
+
+func (p *partition) status() PartitionStatus {
+	v := &p.view
+	p.mu.Lock()
+	queued := p.events.Len()
+	p.mu.Unlock()
+	return PartitionStatus{Partition: p.index, Epoch: uint64(v.epoch.Load()), Queued: queued,
+		LastBatchRows: int(v.lastRows.Load()), LastBatchNanos: v.lastNanos.Load(), LastBatchAt: v.lastAt.Load(),
+		PendingTimers: int(v.timers.Load()), StateKeys: int(v.stateKeys.Load()), StateBytes: v.stateBytes.Load(),
+		EventWatermark: p.outWM.Load(), SystemWatermark: p.outSysWM.Load()}
 }
 
 // ComputationStatus is one computation's part of a [Status].
@@ -45,6 +163,8 @@ type ComputationStatus struct {
 	// Quarantined lists the partitions that no longer call their guest
 	// and dead-letter their batches.
 	Quarantined []QuarantinedPartition `json:"quarantined,omitempty"`
+	// PartitionDetails has one entry per partition, in order.
+	PartitionDetails []PartitionStatus `json:"partition_details,omitempty"`
 }
 
 // QuarantinedPartition is a quarantined partition and why.
@@ -102,7 +222,18 @@ func (r *Runtime) Status() Status {
 			}
 		}
 		c.quarantined.mu.Unlock()
+		for _, p := range c.parts {
+			cs.PartitionDetails = append(cs.PartitionDetails, p.status())
+		}
 		st.Computations = append(st.Computations, cs)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.streams)) {
+		s := r.streams[name]
+		st.Streams = append(st.Streams, StreamStatus{Name: name, EventWatermark: s.eventWM.Load(), SystemWatermark: s.systemWM.Load(),
+			Idle: s.idle.Load(), Finished: s.finished.Load()})
+	}
+	if r.dead != nil {
+		st.DeadLetters = r.dead.causes.recentCopy()
 	}
 	for _, src := range r.sources {
 		if k, ok := src.conn.(interface {
@@ -275,9 +406,18 @@ const (
 type deadLetterCauses struct {
 	mu     sync.Mutex
 	byNode map[string]map[string]int64
+	// recent are the latest dead letters, oldest first, for Status.
+	recent []DeadLetterRecord
 }
 
-func (d *deadLetterCauses) add(node string, err error) {
+// recentCopy returns the latest dead letters, oldest first.
+func (d *deadLetterCauses) recentCopy() []DeadLetterRecord {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.recent)
+}
+
+func (d *deadLetterCauses) add(node, stage string, err error) {
 	cause := "(no error)"
 	if err != nil {
 		cause = err.Error()
@@ -294,6 +434,10 @@ func (d *deadLetterCauses) add(node string, err error) {
 	if causes == nil {
 		causes = map[string]int64{}
 		d.byNode[node] = causes
+	}
+	d.recent = append(d.recent, DeadLetterRecord{Node: node, Stage: stage, Cause: cause, Time: time.Now().UnixNano()})
+	if len(d.recent) > maxRecentDeadLetters {
+		d.recent = slices.Delete(d.recent, 0, len(d.recent)-maxRecentDeadLetters)
 	}
 	if _, ok := causes[cause]; !ok && len(causes) >= maxCausesPerNode {
 		cause = otherCauses
@@ -313,4 +457,63 @@ func (d *deadLetterCauses) top(node string) *DeadLetterCause {
 		}
 	}
 	return best
+}
+
+// WithLiveTrace keeps the last n deliveries of every computation
+// partition, with the fields of a --trace line, for RecentDeliveries (the
+// operator's live trace). It costs what --trace costs to build the records,
+// without the writing; 0 (the default) keeps none.
+func WithLiveTrace(n int) Option { return func(o *options) { o.liveTrace = max(0, n) } }
+
+// recentDeliveries is a partition's ring of its last deliveries: written
+// by its worker, read by RecentDeliveries.
+type recentDeliveries struct {
+	mu   sync.Mutex
+	ring []TraceRecord
+	next int // where the next one goes, once the ring is full
+}
+
+// add keeps recs, the deliveries of one batch in order, in a ring of n.
+func (d *recentDeliveries) add(recs []TraceRecord, n int) {
+	if n <= 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range recs {
+		r.Parents = slices.Clone(r.Parents)
+		if len(d.ring) < n {
+			d.ring = append(d.ring, r)
+			continue
+		}
+		d.ring[d.next] = r
+		d.next = (d.next + 1) % n
+	}
+}
+
+func (d *recentDeliveries) copy() []TraceRecord {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]TraceRecord, 0, len(d.ring))
+	out = append(out, d.ring[d.next:]...)
+	return append(out, d.ring[:d.next]...)
+}
+
+// RecentDeliveries returns the last deliveries of partition part of
+// computation, oldest first, as many as WithLiveTrace keeps; an error
+// names what does not exist, or says the live trace is off.
+func (r *Runtime) RecentDeliveries(computation string, part int) ([]TraceRecord, error) {
+	if r.opts.liveTrace <= 0 {
+		return nil, errors.New("the live trace is off: start the run with --live-trace N")
+	}
+	for _, c := range r.comps {
+		if c.spec.Name != computation {
+			continue
+		}
+		if part < 0 || part >= len(c.parts) {
+			return nil, fmt.Errorf("computation %q has partitions 0 to %d, not %d", computation, len(c.parts)-1, part)
+		}
+		return c.parts[part].recent.copy(), nil
+	}
+	return nil, fmt.Errorf("no computation %q in pipeline %q", computation, r.pipe.Name)
 }

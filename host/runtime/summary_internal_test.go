@@ -26,7 +26,7 @@ func TestDeadLetterCausesNameTheMostCommon(t *testing.T) {
 		seen := map[string][]string{} // distinct causes in the order first added
 		for _, a := range adds {
 			node, cause := nodes[a%2], fmt.Sprintf("cause %d", a/2)
-			d.add(node, errors.New(cause))
+			d.add(node, "guest", errors.New(cause))
 			if want[node] == nil {
 				want[node] = map[string]int64{}
 			}
@@ -91,7 +91,7 @@ func TestDeadLetterCauseIsCut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var d deadLetterCauses
-			d.add("n", errors.New(tc.err))
+			d.add("n", "guest", errors.New(tc.err))
 			top := d.top("n")
 			require.NotNil(t, top)
 			if !tc.cut {
@@ -104,5 +104,26 @@ func TestDeadLetterCauseIsCut(t *testing.T) {
 			require.True(t, strings.HasPrefix(tc.err, body))
 			require.True(t, utf8.ValidString(body))
 		})
+	}
+}
+
+// The recent dead letters keep the latest maxRecentDeadLetters, oldest
+// first, with their node, stage and cause.
+func TestDeadLetterCausesRecent(t *testing.T) {
+	var d deadLetterCauses
+	total := maxRecentDeadLetters + 5
+	for i := range total {
+		d.add(fmt.Sprintf("n%d", i%3), "guest", fmt.Errorf("bad %d", i))
+	}
+	recent := d.recentCopy()
+	require.Len(t, recent, maxRecentDeadLetters)
+	for i, r := range recent {
+		n := total - maxRecentDeadLetters + i
+		require.Equal(t, fmt.Sprintf("n%d", n%3), r.Node)
+		require.Equal(t, fmt.Sprintf("bad %d", n), r.Cause)
+		require.Equal(t, "guest", r.Stage)
+		if i > 0 {
+			require.GreaterOrEqual(t, r.Time, recent[i-1].Time)
+		}
 	}
 }
