@@ -2,21 +2,24 @@ package abi
 
 import (
 	"math"
+	"unicode/utf8"
 	"unsafe"
 )
 
 // The envelope decoder below is specialised to the envelope types: it reads
-// exactly the schema of schema.go and nothing else, without reflection. It
-// runs only on data that check has accepted, so it trusts the structure
-// (every head is well formed, every key is a field of its map, every length
-// is backed by the data) and has no error path: the checker is the single
-// place that decides what is accepted and names the field at fault.
+// exactly the schema of schema.go and nothing else, without reflection, in
+// one pass. It enforces every rule of the checker (check, schema.go) but
+// names no field: at the first violation it gives up (errBadEnvelope), and
+// decode runs the checker over the data for the precise error with its
+// field path. The checker thus stays the single place that words errors,
+// and a valid envelope pays for one walk, not two. The fuzz targets hold
+// the decoder to the checker in front of fxamacker/cbor: same decision,
+// same error, same value.
 //
 // It produces exactly the values fxamacker/cbor produces with the reference
-// options (reference_test.go holds them; the fuzz targets compare the two):
-// an absent field is its zero value, a present array or byte string is
-// non-nil even when empty, parameter values are int64, float64, string,
-// []byte, bool, nil, []any and map[string]any.
+// options (reference_test.go): an absent field is its zero value, a present
+// array or byte string is non-nil even when empty, parameter values are
+// int64, float64, string, []byte, bool, nil, []any and map[string]any.
 //
 // Sharing: the decoder copies the data once and every string and byte
 // slice of the result is a view of that copy, so the result shares no
@@ -25,98 +28,164 @@ import (
 // appending to one reallocates instead of overwriting its neighbour; the
 // strings are never written through (no byte slice overlaps a string).
 type decoder struct {
-	data []byte
-	off  int
+	data   []byte
+	off    int
+	limits ResponseLimits
+	emits  int
+	timers int
 	// Small values that the result points at come from slabs, so that a
 	// response of n emits does not cost n allocations for their parents.
 	u32 []uint32
 	i64 []int64
 }
 
+// badEnvelope is what the decoder panics with at a violation; decode
+// recovers it and asks the checker why.
+type badEnvelope struct{}
+
+var errBadEnvelope = badEnvelope{}
+
 // slabSize is the number of elements a slab holds when it is refilled:
 // large enough to amortise the allocation, small enough that a result
 // with few of them keeps little dead memory alive.
 const slabSize = 512
 
-func newDecoder(b []byte) *decoder {
+func newDecoder(b []byte, limits ResponseLimits) *decoder {
 	own := make([]byte, len(b))
 	copy(own, b)
-	return &decoder{data: own}
+	return &decoder{data: own, limits: limits}
 }
 
-// head reads one item head that the checker has validated and returns its
-// major type and argument (value, length or count, simple value or raw
-// float bits).
-func (d *decoder) head() (major byte, arg uint64) {
+func (d *decoder) fail() { panic(errBadEnvelope) }
+
+// head reads one item head and returns its major type, additional
+// information and argument (value, length or count, simple value or raw
+// float bits). It refuses what the checker's head refuses: truncation,
+// reserved additional information, indefinite lengths and breaks, and
+// two-byte simple values below 32.
+func (d *decoder) head() (major, info byte, arg uint64) {
+	if d.off >= len(d.data) {
+		d.fail()
+	}
 	b := d.data[d.off]
-	major, info := b>>5, b&0x1f
+	major, info = b>>5, b&0x1f
 	d.off++
-	switch {
-	case info < 24:
-		return major, uint64(info)
-	case info == 24:
-		arg = uint64(d.data[d.off])
-		d.off++
-	case info == 25:
-		arg = uint64(d.data[d.off])<<8 | uint64(d.data[d.off+1])
-		d.off += 2
-	case info == 26:
-		p := d.data[d.off : d.off+4]
+	if info < 24 {
+		return major, info, uint64(info)
+	}
+	if info > 27 {
+		d.fail()
+	}
+	n := 1 << (info - 24)
+	if len(d.data)-d.off < n {
+		d.fail()
+	}
+	p := d.data[d.off : d.off+n]
+	switch n {
+	case 1:
+		arg = uint64(p[0])
+		if major == 7 && arg < 32 {
+			d.fail()
+		}
+	case 2:
+		arg = uint64(p[0])<<8 | uint64(p[1])
+	case 4:
 		arg = uint64(p[0])<<24 | uint64(p[1])<<16 | uint64(p[2])<<8 | uint64(p[3])
-		d.off += 4
-	default: // 27: the checker lets nothing else through
-		p := d.data[d.off : d.off+8]
+	default:
 		arg = uint64(p[0])<<56 | uint64(p[1])<<48 | uint64(p[2])<<40 | uint64(p[3])<<32 |
 			uint64(p[4])<<24 | uint64(p[5])<<16 | uint64(p[6])<<8 | uint64(p[7])
-		d.off += 8
 	}
-	return major, arg
+	d.off += n
+	return major, info, arg
+}
+
+// expect reads a head of the given major type and returns its argument.
+func (d *decoder) expect(major byte) uint64 {
+	m, _, arg := d.head()
+	if m != major {
+		d.fail()
+	}
+	return arg
 }
 
 // raw returns the next n content bytes, capped at their length.
 func (d *decoder) raw(n uint64) []byte {
+	if n > uint64(len(d.data)-d.off) {
+		d.fail()
+	}
 	s := d.data[d.off : d.off+int(n) : d.off+int(n)]
 	d.off += int(n)
 	return s
 }
 
-// key returns the next map key's bytes; a switch on string(key) compares
-// without allocating.
-func (d *decoder) key() []byte {
-	_, n := d.head()
-	return d.raw(n)
-}
+// key returns the next map key's bytes, which must be a text string; a
+// switch on string(key) compares without allocating. A key that is a
+// field name is valid UTF-8; any other key fails the map.
+func (d *decoder) key() []byte { return d.raw(d.expect(3)) }
 
-func (d *decoder) text() string {
-	_, n := d.head()
+func (d *decoder) textOf(n uint64) string {
+	s := d.raw(n)
+	if !utf8.Valid(s) {
+		d.fail()
+	}
 	if n == 0 {
 		return ""
 	}
-	s := d.raw(n)
 	return unsafe.String(&s[0], len(s))
 }
 
-func (d *decoder) bytes() []byte {
-	_, n := d.head()
-	return d.raw(n)
-}
+func (d *decoder) text() string { return d.textOf(d.expect(3)) }
 
-func (d *decoder) uint() uint64 {
-	_, v := d.head()
+func (d *decoder) bytes() []byte { return d.raw(d.expect(2)) }
+
+func (d *decoder) uint(max uint64) uint64 {
+	v := d.expect(0)
+	if v > max {
+		d.fail()
+	}
 	return v
 }
 
 func (d *decoder) int() int64 {
-	major, v := d.head()
-	if major == 1 {
+	major, _, v := d.head()
+	if v > math.MaxInt64 {
+		d.fail()
+	}
+	switch major {
+	case 0:
+		return int64(v)
+	case 1:
 		return -1 - int64(v)
 	}
-	return int64(v)
+	d.fail()
+	return 0
 }
 
-func (d *decoder) count() int {
-	_, n := d.head()
-	return int(n)
+// enter is the checker's guard on a container of count items of itemsPer
+// data items each at nesting depth.
+func (d *decoder) enter(count, itemsPer uint64, depth int) int {
+	if depth >= maxNesting || count > uint64(len(d.data)-d.off)/itemsPer {
+		d.fail()
+	}
+	return int(count)
+}
+
+func (d *decoder) array(depth int) int { return d.enter(d.expect(4), 1, depth) }
+
+func (d *decoder) mapOf(depth int) int { return d.enter(d.expect(5), 2, depth) }
+
+// seen records field i of a map and refuses it the second time.
+func (d *decoder) seen(mask *uint64, i uint) {
+	if *mask&(1<<i) != 0 {
+		d.fail()
+	}
+	*mask |= 1 << i
+}
+
+func (d *decoder) require(mask, required uint64) {
+	if mask&required != required {
+		d.fail()
+	}
 }
 
 func (d *decoder) int64Ptr() *int64 {
@@ -127,249 +196,381 @@ func (d *decoder) int64Ptr() *int64 {
 	return &d.i64[len(d.i64)-1]
 }
 
-func (d *decoder) uint32s() []uint32 {
-	n := d.count()
+// parents decodes Emit.Parents: a non-empty array of uint32.
+func (d *decoder) parents(depth int) []uint32 {
+	n := d.array(depth)
+	if n == 0 {
+		d.fail()
+	}
 	if cap(d.u32)-len(d.u32) < n {
 		d.u32 = make([]uint32, 0, max(n, slabSize))
 	}
 	start := len(d.u32)
 	for range n {
-		d.u32 = append(d.u32, uint32(d.uint()))
+		d.u32 = append(d.u32, uint32(d.uint(math.MaxUint32)))
 	}
 	return d.u32[start:len(d.u32):len(d.u32)]
 }
 
-func (d *decoder) int64s() []int64 {
-	s := make([]int64, d.count())
+func (d *decoder) int64s(depth int) []int64 {
+	s := make([]int64, d.array(depth))
 	for i := range s {
 		s[i] = d.int()
 	}
 	return s
 }
 
-func (d *decoder) texts() []string {
-	s := make([]string, d.count())
+func (d *decoder) texts(depth int) []string {
+	s := make([]string, d.array(depth))
 	for i := range s {
 		s[i] = d.text()
 	}
 	return s
 }
 
+// The functions below decode one envelope type each. The bit of a field in
+// a seen mask is its index in the type's declaration, as in the schema.
+
 func (d *decoder) request(r *Request) {
-	for range d.count() {
+	var seen uint64
+	for range d.mapOf(0) {
 		switch string(d.key()) {
 		case "abi":
-			r.ABI = d.uint()
+			d.seen(&seen, 0)
+			r.ABI = d.uint(math.MaxUint64)
 		case "computation":
+			d.seen(&seen, 1)
 			r.Computation = d.text()
 		case "kind":
+			d.seen(&seen, 2)
 			r.Kind = Kind(d.text())
 		case "partition":
-			r.Partition = d.uint()
+			d.seen(&seen, 3)
+			r.Partition = d.uint(math.MaxUint64)
 		case "epoch":
-			r.Epoch = d.uint()
+			d.seen(&seen, 4)
+			r.Epoch = d.uint(math.MaxUint64)
 		case "watermarks":
-			for range d.count() {
+			d.seen(&seen, 5)
+			var wm uint64
+			for range d.mapOf(0) {
 				switch string(d.key()) {
 				case "event":
+					d.seen(&wm, 0)
 					r.Watermarks.Event = d.int()
 				case "system":
+					d.seen(&wm, 1)
 					r.Watermarks.System = d.int()
+				default:
+					d.fail()
 				}
 			}
+			d.require(wm, 0b11)
 		case "keys":
-			r.Keys = make([]RequestKey, d.count())
+			d.seen(&seen, 6)
+			r.Keys = make([]RequestKey, d.array(0))
 			for i := range r.Keys {
 				d.requestKey(&r.Keys[i])
 			}
+		default:
+			d.fail()
 		}
 	}
+	d.require(seen, 0b111_1111)
 }
 
 func (d *decoder) requestKey(k *RequestKey) {
-	for range d.count() {
+	var seen uint64
+	for range d.mapOf(0) {
 		switch string(d.key()) {
 		case "key":
+			d.seen(&seen, 0)
 			k.Key = d.text()
 		case "state":
+			d.seen(&seen, 1)
 			k.State = d.bytes()
 		case "timers":
-			k.Timers = make([]DueTimer, d.count())
+			d.seen(&seen, 2)
+			k.Timers = make([]DueTimer, d.array(0))
 			for i := range k.Timers {
-				t := &k.Timers[i]
-				for range d.count() {
-					switch string(d.key()) {
-					case "id":
-						t.ID = d.text()
-					case "trigger_ts":
-						t.TriggerTimestamp = d.int()
-					case "event_ts":
-						t.EventTimestamp = d.int()
-					case "payload":
-						t.Payload = d.bytes()
-					}
-				}
+				d.dueTimer(&k.Timers[i])
 			}
 		case "messages":
-			k.Messages = make([]Message, d.count())
+			d.seen(&seen, 3)
+			k.Messages = make([]Message, d.array(0))
 			for i := range k.Messages {
-				m := &k.Messages[i]
-				for range d.count() {
-					switch string(d.key()) {
-					case "id":
-						m.ID = d.text()
-					case "stream":
-						m.Stream = d.text()
-					case "event_ts":
-						m.EventTimestamp = d.int()
-					case "system_ts":
-						m.SystemTimestamp = d.int()
-					case "alignment_ts":
-						m.AlignmentTimestamp = d.int()
-					case "payload":
-						m.Payload = d.bytes()
-					}
-				}
+				d.message(&k.Messages[i])
 			}
+		default:
+			d.fail()
 		}
 	}
+	d.require(seen, 0b1)
+}
+
+func (d *decoder) dueTimer(t *DueTimer) {
+	var seen uint64
+	for range d.mapOf(0) {
+		switch string(d.key()) {
+		case "id":
+			d.seen(&seen, 0)
+			t.ID = d.text()
+		case "trigger_ts":
+			d.seen(&seen, 1)
+			t.TriggerTimestamp = d.int()
+		case "event_ts":
+			d.seen(&seen, 2)
+			t.EventTimestamp = d.int()
+		case "payload":
+			d.seen(&seen, 3)
+			t.Payload = d.bytes()
+		default:
+			d.fail()
+		}
+	}
+	d.require(seen, 0b111)
+}
+
+func (d *decoder) message(m *Message) {
+	var seen uint64
+	for range d.mapOf(0) {
+		switch string(d.key()) {
+		case "id":
+			d.seen(&seen, 0)
+			m.ID = d.text()
+		case "stream":
+			d.seen(&seen, 1)
+			m.Stream = d.text()
+		case "event_ts":
+			d.seen(&seen, 2)
+			m.EventTimestamp = d.int()
+		case "system_ts":
+			d.seen(&seen, 3)
+			m.SystemTimestamp = d.int()
+		case "alignment_ts":
+			d.seen(&seen, 4)
+			m.AlignmentTimestamp = d.int()
+		case "payload":
+			d.seen(&seen, 5)
+			m.Payload = d.bytes()
+		default:
+			d.fail()
+		}
+	}
+	d.require(seen, 0b11_1111)
 }
 
 func (d *decoder) response(r *Response) {
-	for range d.count() {
+	var seen uint64
+	for range d.mapOf(0) {
 		switch string(d.key()) {
 		case "keys":
-			r.Keys = make([]ResponseKey, d.count())
+			d.seen(&seen, 0)
+			r.Keys = make([]ResponseKey, d.array(0))
 			for i := range r.Keys {
 				d.responseKey(&r.Keys[i])
 			}
 		case "error":
+			d.seen(&seen, 1)
 			r.Error = d.text()
+		default:
+			d.fail()
 		}
 	}
+	d.require(seen, 0b1)
 }
 
 func (d *decoder) responseKey(k *ResponseKey) {
-	for range d.count() {
+	var seen uint64
+	for range d.mapOf(0) {
 		switch string(d.key()) {
 		case "key":
+			d.seen(&seen, 0)
 			k.Key = d.text()
 		case "emits":
-			k.Emits = make([]Emit, d.count())
+			d.seen(&seen, 1)
+			k.Emits = make([]Emit, d.array(0))
 			for i := range k.Emits {
+				if d.emits++; d.emits > d.limits.MaxEmits {
+					d.fail()
+				}
 				d.emit(&k.Emits[i])
 			}
 		case "timers_set":
-			k.TimersSet = make([]Timer, d.count())
+			d.seen(&seen, 2)
+			k.TimersSet = make([]Timer, d.array(0))
 			for i := range k.TimersSet {
-				t := &k.TimersSet[i]
-				for range d.count() {
-					switch string(d.key()) {
-					case "trigger_ts":
-						t.TriggerTimestamp = d.int()
-					case "event_ts":
-						t.EventTimestamp = d.int64Ptr()
-					case "payload":
-						t.Payload = d.bytes()
-					}
-				}
+				d.countTimer()
+				d.timer(&k.TimersSet[i])
 			}
 		case "timers_cancel":
-			k.TimersCancel = d.int64s()
+			d.seen(&seen, 3)
+			k.TimersCancel = make([]int64, d.array(0))
+			for i := range k.TimersCancel {
+				d.countTimer()
+				k.TimersCancel[i] = d.int()
+			}
 		case "state_op":
-			k.StateOp = StateOp(d.uint())
+			d.seen(&seen, 4)
+			k.StateOp = StateOp(d.uint(math.MaxUint8))
 		case "state":
-			k.State = d.bytes()
+			d.seen(&seen, 5)
+			n := d.expect(2)
+			if n > uint64(d.limits.MaxStateBytes) {
+				d.fail()
+			}
+			k.State = d.raw(n)
 		case "error":
+			d.seen(&seen, 6)
 			k.Error = d.text()
+		default:
+			d.fail()
 		}
+	}
+	d.require(seen, 0b1)
+}
+
+func (d *decoder) countTimer() {
+	if d.timers++; d.timers > d.limits.MaxTimers {
+		d.fail()
 	}
 }
 
 func (d *decoder) emit(e *Emit) {
-	for range d.count() {
+	var seen uint64
+	for range d.mapOf(0) {
 		switch string(d.key()) {
 		case "stream":
+			d.seen(&seen, 0)
 			e.Stream = d.text()
 		case "payload":
+			d.seen(&seen, 1)
 			e.Payload = d.bytes()
 		case "key":
+			d.seen(&seen, 2)
 			e.Key = d.text()
 		case "event_ts":
+			d.seen(&seen, 3)
 			e.EventTimestamp = d.int64Ptr()
 		case "parents":
-			e.Parents = d.uint32s()
+			d.seen(&seen, 4)
+			e.Parents = d.parents(0)
+		default:
+			d.fail()
 		}
 	}
+	d.require(seen, 0b11)
+}
+
+func (d *decoder) timer(t *Timer) {
+	var seen uint64
+	for range d.mapOf(0) {
+		switch string(d.key()) {
+		case "trigger_ts":
+			d.seen(&seen, 0)
+			t.TriggerTimestamp = d.int()
+		case "event_ts":
+			d.seen(&seen, 1)
+			t.EventTimestamp = d.int64Ptr()
+		case "payload":
+			d.seen(&seen, 2)
+			t.Payload = d.bytes()
+		default:
+			d.fail()
+		}
+	}
+	d.require(seen, 0b1)
 }
 
 func (d *decoder) init(in *Init) {
-	for range d.count() {
+	var seen uint64
+	for range d.mapOf(0) {
 		switch string(d.key()) {
 		case "abi":
-			in.ABI = d.uint()
+			d.seen(&seen, 0)
+			in.ABI = d.uint(math.MaxUint64)
 		case "computation":
+			d.seen(&seen, 1)
 			in.Computation = d.text()
 		case "kind":
+			d.seen(&seen, 2)
 			in.Kind = Kind(d.text())
 		case "partition":
-			in.Partition = d.uint()
+			d.seen(&seen, 3)
+			in.Partition = d.uint(math.MaxUint64)
 		case "parameters":
-			in.Parameters = d.mapAny()
+			d.seen(&seen, 4)
+			in.Parameters = d.mapAny(d.expect(5), 1)
 		case "output_streams":
-			in.OutputStreams = d.texts()
+			d.seen(&seen, 5)
+			in.OutputStreams = d.texts(0)
+		default:
+			d.fail()
 		}
 	}
+	d.require(seen, 0b10_1111)
 }
 
 func (d *decoder) initResult(r *InitResult) {
-	for range d.count() {
+	var seen uint64
+	for range d.mapOf(0) {
 		switch string(d.key()) {
 		case "error":
+			d.seen(&seen, 0)
 			r.Error = d.text()
+		default:
+			d.fail()
 		}
 	}
 }
 
-func (d *decoder) mapAny() map[string]any { return d.mapAnyOf(d.count()) }
-
-func (d *decoder) mapAnyOf(n int) map[string]any {
+// mapAny decodes a parameter map of count entries whose head has been read,
+// at the checker's depth.
+func (d *decoder) mapAny(count uint64, depth int) map[string]any {
+	n := d.enter(count, 2, depth)
 	m := make(map[string]any, n)
 	for range n {
-		k := d.text()
-		m[k] = d.anyValue()
+		k := d.textOf(d.expect(3))
+		if _, dup := m[k]; dup {
+			d.fail()
+		}
+		major, info, arg := d.head()
+		m[k] = d.anyValue(major, info, arg, depth+1)
 	}
 	return m
 }
 
-// anyValue decodes a parameter value the way fxamacker/cbor decodes into
-// an empty interface with the reference options.
-func (d *decoder) anyValue() any {
-	info := d.data[d.off] & 0x1f
-	major, arg := d.head()
+// anyValue decodes a parameter value whose head has been read the way
+// fxamacker/cbor decodes into an empty interface with the reference
+// options, refusing what the checker's anyValue refuses.
+func (d *decoder) anyValue(major, info byte, arg uint64, depth int) any {
 	switch major {
 	case 0:
+		if arg > math.MaxInt64 {
+			d.fail()
+		}
 		return int64(arg)
 	case 1:
+		if arg > math.MaxInt64 {
+			d.fail()
+		}
 		return -1 - int64(arg)
 	case 2:
 		return d.raw(arg)
 	case 3:
-		if arg == 0 {
-			return ""
-		}
-		s := d.raw(arg)
-		return unsafe.String(&s[0], len(s))
+		return d.textOf(arg)
 	case 4:
-		s := make([]any, arg)
+		s := make([]any, d.enter(arg, 1, depth))
 		for i := range s {
-			s[i] = d.anyValue()
+			major, info, arg := d.head()
+			s[i] = d.anyValue(major, info, arg, depth+1)
 		}
 		return s
 	case 5:
-		return d.mapAnyOf(int(arg))
+		return d.mapAny(arg, depth)
+	case 6:
+		d.fail()
 	}
-	// major 7: the checker lets through only false, true, null and floats.
 	switch info {
 	case 20:
 		return false
@@ -381,8 +582,11 @@ func (d *decoder) anyValue() any {
 		return float64(float16ToFloat32(uint16(arg)))
 	case 26:
 		return float64(math.Float32frombits(uint32(arg)))
+	case 27:
+		return math.Float64frombits(arg)
 	}
-	return math.Float64frombits(arg)
+	d.fail() // undefined and simple values
+	return nil
 }
 
 // float16ToFloat32 widens an IEEE 754 half-precision value exactly (NaN
