@@ -201,16 +201,19 @@ func decode(b []byte, n *schemaNode, limits ResponseLimits, v any) (err error) {
 // PeekVersion reads the abi field of an envelope that may not decode as
 // this version's Request or Init, so that a guest can answer a newer
 // envelope with StatusUnsupportedVersion rather than StatusBadRequest.
-// It is lax where the decoders are strict: any well-formed CBOR map will
-// do (indefinite lengths, tags, duplicate and unknown keys, keys of any
-// type), and the field name matches without regard to case. ok is false
+// It is lax where the decoders are strict, the way fxamacker/cbor's
+// default decoding into a struct is (the fuzz target holds it to that):
+// any well-formed CBOR map will do (indefinite lengths, tags, unknown and
+// integer keys; UTF-8 is checked in keys only), and the field name matches
+// without regard to case. ok is false
 // when b is not exactly one well-formed map with an unsigned abi field.
 func PeekVersion(b []byte) (version uint64, ok bool) {
 	p := peeker{data: b}
-	major, info, arg, good := p.head()
+	major, info, arg, _, good := p.item()
 	if !good || major != 5 {
 		return 0, false
 	}
+	found := false
 	for i := uint64(0); info == 31 || i < arg; i++ {
 		if info == 31 && p.off < len(b) && b[p.off] == 0xff {
 			p.off++
@@ -221,28 +224,53 @@ func PeekVersion(b []byte) (version uint64, ok bool) {
 			return 0, false
 		}
 		isABI := false
-		if kmajor == 3 {
+		switch {
+		case kmajor == 3:
 			key, good := p.text(kinfo, karg)
-			if !good {
+			if !good || !utf8.ValidString(key) {
 				return 0, false
 			}
-			isABI = strings.EqualFold(key, "abi")
-		} else if !p.rest(kmajor, kinfo, karg, 1) {
+			// The first abi key counts; the library skips the others.
+			isABI = !found && strings.EqualFold(key, "abi")
+			found = found || isABI
+		case (kmajor == 0 || kmajor == 1) && karg <= math.MaxInt64:
+			// An integer key names no field and is skipped.
+		default:
 			return 0, false
 		}
-		vmajor, vinfo, varg, good := p.head()
-		for good && vmajor == 6 { // a tag's content stands for the tag
+		var vmajor, vinfo byte
+		var varg, tag uint64
+		if isABI {
+			vmajor, vinfo, varg, tag, good = p.item()
+		} else { // skipped, tags unchecked
 			vmajor, vinfo, varg, good = p.head()
 		}
+		start := p.off
 		if !good || !p.rest(vmajor, vinfo, varg, 1) {
 			return 0, false
 		}
 		if isABI {
 			switch {
+			case tag == 2: // a bignum reads as its value when it fits
+				if vinfo == 31 {
+					return 0, false
+				}
+				digits := bytes.TrimLeft(b[start:p.off], "\x00")
+				if len(digits) > 8 {
+					return 0, false
+				}
+				version, ok = 0, true
+				for _, c := range digits {
+					version = version<<8 | uint64(c)
+				}
+			case tag == 3:
+				return 0, false
 			case vmajor == 0:
 				version, ok = varg, true
 			case vmajor == 7 && (vinfo == 22 || vinfo == 23): // null, undefined
 				version, ok = 0, false
+			case vmajor == 7 && (vinfo < 20 || vinfo == 24): // a simple value reads as its number
+				version, ok = varg, true
 			default:
 				return 0, false
 			}
@@ -299,7 +327,7 @@ func (p *peeker) text(info byte, n uint64) (string, bool) {
 			}
 			if p.data[p.off] == 0xff {
 				p.off++
-				return string(s), utf8.Valid(s)
+				return string(s), true
 			}
 			major, cinfo, arg, ok := p.head()
 			if !ok || major != 3 || cinfo == 31 || uint64(len(p.data)-p.off) < arg {
@@ -314,7 +342,7 @@ func (p *peeker) text(info byte, n uint64) (string, bool) {
 	}
 	s := p.data[p.off : p.off+int(n)]
 	p.off += int(n)
-	return string(s), utf8.Valid(s)
+	return string(s), true
 }
 
 // rest steps over the content of an item whose head has been read.
@@ -367,7 +395,35 @@ func (p *peeker) rest(major, info byte, arg uint64, depth int) bool {
 		}
 	case 6:
 		m, in, a, ok := p.head()
-		return ok && p.rest(m, in, a, depth+1)
+		return ok && p.rest(m, in, a, depth+1) // skipped content is not checked against its tag
+	}
+	return true
+}
+
+// item reads the head of the next item, stepping over its tags; tag is the
+// innermost tag's number, or math.MaxUint64 when there is none.
+func (p *peeker) item() (major, info byte, arg, tag uint64, ok bool) {
+	tag = math.MaxUint64
+	major, info, arg, ok = p.head()
+	for ok && major == 6 {
+		tag = arg
+		major, info, arg, ok = p.head()
+		ok = ok && tagFits(tag, major, info)
+	}
+	return major, info, arg, tag, ok
+}
+
+// tagFits reports whether an item of this major type may be the content of
+// the tag: the library checks the content of the tags it knows (RFC 8949
+// section 3.4: date/time text, epoch time numbers, bignum byte strings).
+func tagFits(tag uint64, major, info byte) bool {
+	switch tag {
+	case 0:
+		return major == 3
+	case 1:
+		return major == 0 || major == 1 || (major == 7 && info >= 25 && info <= 27)
+	case 2, 3:
+		return major == 2
 	}
 	return true
 }

@@ -213,6 +213,10 @@ func TestEncodeMatchesReferenceProperty(t *testing.T) {
 		want, err = refEncode(in)
 		require.NoError(t, err)
 		got, err = EncodeInit(in)
+		if refErr := check(want, initSchema, ResponseLimits{}); refErr != nil {
+			require.Equal(t, refErr, err) // a uint64 parameter beyond int64
+			return
+		}
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 	})
@@ -298,4 +302,20 @@ func TestEncodeParameterEdgesMatchReference(t *testing.T) {
 		require.Equal(t, want, got, "%T %v", v, v)
 		requireSameAsReference(t, envelopeCodecs[2], got)
 	}
+}
+
+// FuzzPeekVersionMatchesReference: PeekVersion finds the same version as
+// the lax reference decoder on any input.
+func FuzzPeekVersionMatchesReference(f *testing.F) {
+	for _, suffix := range []string{"request", "init"} {
+		seedFiles(f, suffix)
+	}
+	f.Add([]byte{0xbf, 0x63, 'a', 'b', 'i', 0x02, 0xff})
+	f.Add([]byte{0xa1, 0x63, 'A', 'B', 'I', 0xc1, 0x02})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, ok := PeekVersion(data)
+		refV, refOK := refPeekVersion(data)
+		require.Equal(t, refOK, ok)
+		require.Equal(t, refV, v)
+	})
 }
