@@ -2,6 +2,7 @@ package abi
 
 import (
 	"math"
+	"slices"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -51,9 +52,7 @@ var errBadEnvelope = badEnvelope{}
 const slabSize = 512
 
 func newDecoder(b []byte, limits ResponseLimits) *decoder {
-	own := make([]byte, len(b))
-	copy(own, b)
-	return &decoder{data: own, limits: limits}
+	return &decoder{data: slices.Clone(b), limits: limits} // Clone does not zero what it copies over
 }
 
 func (d *decoder) fail() { panic(errBadEnvelope) }
@@ -100,7 +99,19 @@ func (d *decoder) head() (major, info byte, arg uint64) {
 }
 
 // expect reads a head of the given major type and returns its argument.
+// Its fast path, a head without following bytes, is small enough to be
+// inlined: most heads of an envelope are of that kind.
 func (d *decoder) expect(major byte) uint64 {
+	if d.off < len(d.data) {
+		if v := d.data[d.off] ^ major<<5; v < 24 {
+			d.off++
+			return uint64(v)
+		}
+	}
+	return d.expectSlow(major)
+}
+
+func (d *decoder) expectSlow(major byte) uint64 {
 	m, _, arg := d.head()
 	if m != major {
 		d.fail()
