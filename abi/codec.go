@@ -82,6 +82,15 @@ func EncodeRequestTo(buf *bytes.Buffer, req *Request) error {
 	return nil
 }
 
+// AppendRequest appends the canonical encoding of req to b and returns the
+// extended slice, as EncodeRequestTo does without a buffer's final copy.
+func AppendRequest(b []byte, req *Request) []byte { return appendRequest(b, req) }
+
+// AppendResponse appends the canonical encoding of resp to b and returns
+// the extended slice: a guest that keeps its output slice across calls
+// encodes without allocating or copying once the slice has grown.
+func AppendResponse(b []byte, resp *Response) []byte { return appendResponse(b, resp) }
+
 // EncodeResponse returns the canonical encoding of resp. The error is
 // always nil.
 func EncodeResponse(resp *Response) ([]byte, error) { return appendResponse(nil, resp), nil }
