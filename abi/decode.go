@@ -2,7 +2,6 @@ package abi
 
 import (
 	"math"
-	"slices"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -22,14 +21,15 @@ import (
 // array or byte string is non-nil even when empty, parameter values are
 // int64, float64, string, []byte, bool, nil, []any and map[string]any.
 //
-// Sharing: the decoder copies the data once and every string and byte
-// slice of the result is a view of that copy, so the result shares no
-// memory with the caller's data while costing one allocation for all of its
-// strings and bytes. Byte slices are capped at their own length, so that
-// appending to one reallocates instead of overwriting its neighbour; the
-// strings are never written through (no byte slice overlaps a string).
+// Sharing: every string and byte slice of the result is copied into chunks
+// of the decoder's arena, so the result shares no memory with the caller's
+// data while costing one allocation per 16 KiB of its strings and bytes.
+// Byte slices are capped at their own length, so that appending to one
+// reallocates instead of overwriting its neighbour; the strings are never
+// written through (no byte slice overlaps a string).
 type decoder struct {
-	data   []byte
+	data   []byte // the caller's: nothing of the result points into it
+	arena  []byte // where the result's strings and bytes are copied
 	off    int
 	limits ResponseLimits
 	emits  int
@@ -52,7 +52,29 @@ var errBadEnvelope = badEnvelope{}
 const slabSize = 512
 
 func newDecoder(b []byte, limits ResponseLimits) *decoder {
-	return &decoder{data: slices.Clone(b), limits: limits} // Clone does not zero what it copies over
+	return &decoder{data: b, limits: limits}
+}
+
+// noBytes is every empty byte string of a result; its capacity of 0 makes
+// an append to it allocate.
+var noBytes = []byte{}
+
+// arenaChunk is the size of the chunks the kept bytes are copied into:
+// below the runtime's large-object size, so that a chunk comes from the
+// allocator's per-thread cache rather than from the heap under its lock.
+const arenaChunk = 16 << 10
+
+// keep returns a copy of s from the decoder's arena, capped at its length.
+func (d *decoder) keep(s []byte) []byte {
+	if len(s) == 0 {
+		return noBytes // present and empty: non-nil, as the reference decodes it
+	}
+	if cap(d.arena)-len(d.arena) < len(s) {
+		d.arena = make([]byte, 0, max(len(s), arenaChunk))
+	}
+	start := len(d.arena)
+	d.arena = append(d.arena, s...)
+	return d.arena[start:len(d.arena):len(d.arena)]
 }
 
 func (d *decoder) fail() { panic(errBadEnvelope) }
@@ -142,12 +164,13 @@ func (d *decoder) textOf(n uint64) string {
 	if n == 0 {
 		return ""
 	}
+	s = d.keep(s)
 	return unsafe.String(&s[0], len(s))
 }
 
 func (d *decoder) text() string { return d.textOf(d.expect(3)) }
 
-func (d *decoder) bytes() []byte { return d.raw(d.expect(2)) }
+func (d *decoder) bytes() []byte { return d.keep(d.raw(d.expect(2))) }
 
 func (d *decoder) uint(max uint64) uint64 {
 	v := d.expect(0)
@@ -430,7 +453,7 @@ func (d *decoder) responseKey(k *ResponseKey) {
 			if n > uint64(d.limits.MaxStateBytes) {
 				d.fail()
 			}
-			k.State = d.raw(n)
+			k.State = d.keep(d.raw(n))
 		case "error":
 			d.seen(&seen, 6)
 			k.Error = d.text()
@@ -567,7 +590,7 @@ func (d *decoder) anyValue(major, info byte, arg uint64, depth int) any {
 		}
 		return -1 - int64(arg)
 	case 2:
-		return d.raw(arg)
+		return d.keep(d.raw(arg))
 	case 3:
 		return d.textOf(arg)
 	case 4:
