@@ -3,10 +3,16 @@
 package host_test
 
 import (
+	"bytes"
+	"context"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/compute"
 )
 
@@ -53,4 +59,40 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkGoGuestBatch calls the Go SDK's identity guest directly, without
+// the pipeline around it: one batch of 1000 messages (100 keys, 100-byte
+// payloads) per iteration, request encoding, the WebAssembly call and
+// response decoding included. It isolates the guest's cost per message
+// from the runtime's:
+//
+//	go test -run '^$' -bench GoGuestBatch -count 3 ./host/
+func BenchmarkGoGuestBatch(b *testing.B) {
+	ctx := context.Background()
+	comp, err := wasmFactory(b, buildGuest(b, "./host/internal/testguests/identity")).Instantiate(ctx,
+		&abi.Init{ABI: abi.Version, Computation: "identity", Kind: abi.KindTransform, OutputStreams: []string{"out"}})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = comp.Close(ctx) })
+	payload := bytes.Repeat([]byte{'x'}, 100)
+	req := &abi.Request{ABI: abi.Version, Computation: "identity", Kind: abi.KindTransform}
+	for k := range 100 {
+		rk := abi.RequestKey{Key: "user-" + strconv.Itoa(k)}
+		for m := range 10 {
+			rk.Messages = append(rk.Messages, abi.Message{ID: "1-in:" + strconv.Itoa(k*10+m), Stream: "in",
+				EventTimestamp: 1_750_000_000_000_000_000, SystemTimestamp: 1_750_000_000_000_000_001,
+				AlignmentTimestamp: 1_750_000_000_000_000_002, Payload: payload})
+		}
+		req.Keys = append(req.Keys, rk)
+	}
+	b.ReportAllocs()
+	start := cpuTime()
+	for b.Loop() {
+		resp, err := comp.Process(ctx, req)
+		if err != nil || len(resp.Keys) != 100 {
+			b.Fatal(err, len(resp.Keys))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/message")
+	b.ReportMetric(float64((cpuTime()-start).Nanoseconds())/float64(b.N)/1000, "cpu-ns/message")
 }
