@@ -529,7 +529,9 @@ func (d *decoder) responseKey(k *ResponseKey) {
 				if d.emits++; d.emits > d.limits.MaxEmits {
 					d.fail()
 				}
-				d.emit(&k.Emits[i])
+				if !d.fastEmit(&k.Emits[i]) {
+					d.emit(&k.Emits[i])
+				}
 			}
 		case "timers_set":
 			d.seen(&seen, 2)
@@ -569,6 +571,147 @@ func (d *decoder) countTimer() {
 	if d.timers++; d.timers > d.limits.MaxTimers {
 		d.fail()
 	}
+}
+
+// emitKeys are an Emit's keys with their heads, in canonical order, and
+// whether each is required.
+var emitKeys = [5]struct {
+	key      string
+	required bool
+}{{"\x63key", false}, {"\x66stream", true}, {"\x67parents", false}, {"\x67payload", true}, {"\x68event_ts", false}}
+
+// fastEmit is fastMessage for an Emit: the form the encoders write (keys in
+// canonical order, ASCII text, strings shorter than 64 KiB), in one
+// function; on anything else it returns false with nothing consumed.
+func (d *decoder) fastEmit(e *Emit) bool {
+	data, off := d.data, d.off
+	if off >= len(data) || data[off]>>5 != 5 || data[off]&0x1f > 5 {
+		return false
+	}
+	left := int(data[off] & 0x1f)
+	off++
+	var key, stream, payload []byte
+	var parents []uint32
+	var eventTS *int64
+	var seen [5]bool
+	for field := 0; field < 5 && left > 0; field++ {
+		k := emitKeys[field].key
+		if len(data)-off < len(k) || string(data[off:off+len(k)]) != k {
+			if emitKeys[field].required {
+				return false
+			}
+			continue
+		}
+		off += len(k)
+		left--
+		seen[field] = true
+		if off >= len(data) {
+			return false
+		}
+		b := data[off]
+		switch field {
+		case 2: // parents: a non-empty array of uint32
+			if b-0x81 >= 23 { // 1 to 23 elements
+				return false
+			}
+			n := int(b - 0x80)
+			off++
+			start := len(d.u32)
+			if cap(d.u32)-start < n {
+				d.u32 = make([]uint32, 0, max(n, slabSize))
+				start = 0
+			}
+			for range n {
+				if off >= len(data) {
+					d.u32 = d.u32[:start]
+					return false
+				}
+				var v uint32
+				switch c := data[off]; {
+				case c < 24:
+					v, off = uint32(c), off+1
+				case c == 24 && len(data)-off >= 2:
+					v, off = uint32(data[off+1]), off+2
+				case c == 25 && len(data)-off >= 3:
+					v, off = uint32(data[off+1])<<8|uint32(data[off+2]), off+3
+				case c == 26 && len(data)-off >= 5:
+					v = uint32(data[off+1])<<24 | uint32(data[off+2])<<16 | uint32(data[off+3])<<8 | uint32(data[off+4])
+					off += 5
+				default:
+					d.u32 = d.u32[:start]
+					return false
+				}
+				d.u32 = append(d.u32, v)
+			}
+			parents = d.u32[start:len(d.u32):len(d.u32)]
+		case 4: // event_ts: an int of any width
+			major, info := b>>5, b&0x1f
+			off++
+			var v uint64
+			switch {
+			case info < 24:
+				v = uint64(info)
+			case info == 27 && len(data)-off >= 8:
+				p := data[off : off+8]
+				v = uint64(p[0])<<56 | uint64(p[1])<<48 | uint64(p[2])<<40 | uint64(p[3])<<32 |
+					uint64(p[4])<<24 | uint64(p[5])<<16 | uint64(p[6])<<8 | uint64(p[7])
+				off += 8
+			default:
+				return false
+			}
+			if v > math.MaxInt64 || major > 1 {
+				return false
+			}
+			if len(d.i64) == cap(d.i64) {
+				d.i64 = make([]int64, 0, slabSize)
+			}
+			d.i64 = append(d.i64, int64(v)^-int64(major))
+			eventTS = &d.i64[len(d.i64)-1]
+		default: // key, stream: text; payload: bytes
+			want := byte(0x60)
+			if field == 3 {
+				want = 0x40
+			}
+			var n int
+			switch {
+			case b-want < 24:
+				n, off = int(b-want), off+1
+			case b == want|24 && len(data)-off >= 2:
+				n, off = int(data[off+1]), off+2
+			case b == want|25 && len(data)-off >= 3:
+				n, off = int(data[off+1])<<8|int(data[off+2]), off+3
+			default:
+				return false
+			}
+			if len(data)-off < n {
+				return false
+			}
+			v := data[off : off+n]
+			off += n
+			if field != 3 {
+				for _, c := range v {
+					if c >= utf8.RuneSelf {
+						return false
+					}
+				}
+			}
+			switch field {
+			case 0:
+				key = v
+			case 1:
+				stream = v
+			case 3:
+				payload = v
+			}
+		}
+	}
+	if left > 0 || !seen[1] || !seen[3] {
+		return false
+	}
+	d.off = off
+	e.Key, e.Stream, e.Payload = d.keepText(key), d.keepText(stream), d.keep(payload)
+	e.Parents, e.EventTimestamp = parents, eventTS
+	return true
 }
 
 func (d *decoder) emit(e *Emit) {
