@@ -3,10 +3,9 @@ package abi
 import (
 	"bytes"
 	"math"
-	"reflect"
 	"strconv"
-
-	"github.com/fxamacker/cbor/v2"
+	"strings"
+	"unicode/utf8"
 )
 
 // Encoding is RFC 8949 Core Deterministic Encoding (section 4.2.1): shortest
@@ -20,39 +19,12 @@ import (
 // (shortest exact width), which only Init parameters carry. Nil slices and
 // maps encode as empty ones rather than null because null is never valid
 // in an envelope.
-var encMode = func() cbor.UserBufferEncMode {
-	opts := cbor.CoreDetEncOptions()
-	opts.NilContainers = cbor.NilContainerAsEmpty
-	opts.TagsMd = cbor.TagsForbidden
-	em, err := opts.UserBufferEncMode()
-	if err != nil {
-		panic(err)
-	}
-	return em
-}()
-
-// decMode decodes an envelope that check has accepted. Its options repeat
-// the checker's rules so that decoding stays strict even if the two ever
-// disagree; the checker runs first only to name the field at fault.
-var decMode = func() cbor.DecMode {
-	dm, err := cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		TagsMd:            cbor.TagsForbidden,
-		MaxNestedLevels:   2 * maxNesting,
-		MaxArrayElements:  math.MaxInt32,
-		MaxMapPairs:       math.MaxInt32,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		IntDec:            cbor.IntDecConvertSignedOrFail,
-		DefaultMapType:    reflect.TypeFor[map[string]any](),
-		UTF8:              cbor.UTF8RejectInvalid,
-		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
-	}.DecMode()
-	if err != nil {
-		panic(err)
-	}
-	return dm
-}()
+//
+// The codec is specialised to the envelope types (encode.go, decode.go):
+// no reflection on the fixed parts, no dependency on a CBOR library, so a
+// Go guest that imports this package stays small and fast. It is held to
+// fxamacker/cbor with the options in reference_test.go, byte for byte and
+// value for value, by the golden vector tests and the fuzz targets.
 
 // ResponseLimits bounds what a guest's response may contain. The checker
 // enforces them while it walks the response, before anything is decoded,
@@ -98,27 +70,44 @@ func (l ResponseLimits) withDefaults() ResponseLimits {
 	return d
 }
 
-// EncodeRequest returns the canonical encoding of req.
-func EncodeRequest(req *Request) ([]byte, error) { return marshal(req) }
+// EncodeRequest returns the canonical encoding of req. The error is
+// always nil; it stays for callers written against encoders that can fail.
+func EncodeRequest(req *Request) ([]byte, error) { return appendRequest(nil, req), nil }
 
 // EncodeRequestTo appends the canonical encoding of req to buf. Reusing buf
 // across batches keeps encoding free of allocations once buf has grown.
-func EncodeRequestTo(buf *bytes.Buffer, req *Request) error { return encMode.MarshalToBuffer(req, buf) }
+// The error is always nil.
+func EncodeRequestTo(buf *bytes.Buffer, req *Request) error {
+	buf.Write(appendRequest(buf.AvailableBuffer(), req))
+	return nil
+}
 
-// EncodeResponse returns the canonical encoding of resp.
-func EncodeResponse(resp *Response) ([]byte, error) { return marshal(resp) }
+// AppendRequest appends the canonical encoding of req to b and returns the
+// extended slice, as EncodeRequestTo does without a buffer's final copy.
+func AppendRequest(b []byte, req *Request) []byte { return appendRequest(b, req) }
 
-// EncodeResponseTo appends the canonical encoding of resp to buf.
+// AppendResponse appends the canonical encoding of resp to b and returns
+// the extended slice: a guest that keeps its output slice across calls
+// encodes without allocating or copying once the slice has grown.
+func AppendResponse(b []byte, resp *Response) []byte { return appendResponse(b, resp) }
+
+// EncodeResponse returns the canonical encoding of resp. The error is
+// always nil.
+func EncodeResponse(resp *Response) ([]byte, error) { return appendResponse(nil, resp), nil }
+
+// EncodeResponseTo appends the canonical encoding of resp to buf. The
+// error is always nil.
 func EncodeResponseTo(buf *bytes.Buffer, resp *Response) error {
-	return encMode.MarshalToBuffer(resp, buf)
+	buf.Write(appendResponse(buf.AvailableBuffer(), resp))
+	return nil
 }
 
 // EncodeInit returns the canonical encoding of in. It fails with an *Error
 // naming the parameter when a parameter value has no envelope form (for
-// example a map with non-text keys), so a bad pipeline spec is reported
-// by the host rather than by the guest.
+// example a map with non-text keys, or a struct), so a bad pipeline spec
+// is reported by the host rather than by the guest.
 func EncodeInit(in *Init) ([]byte, error) {
-	b, err := marshal(in)
+	b, err := appendInit(nil, in)
 	if err != nil {
 		return nil, err
 	}
@@ -128,16 +117,9 @@ func EncodeInit(in *Init) ([]byte, error) {
 	return b, nil
 }
 
-// EncodeInitResult returns the canonical encoding of r.
-func EncodeInitResult(r *InitResult) ([]byte, error) { return marshal(r) }
-
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := encMode.MarshalToBuffer(v, &buf); err != nil {
-		return nil, &Error{Msg: "encoding: " + err.Error()}
-	}
-	return buf.Bytes(), nil
-}
+// EncodeInitResult returns the canonical encoding of r. The error is
+// always nil.
+func EncodeInitResult(r *InitResult) ([]byte, error) { return appendInitResult(nil, r), nil }
 
 // DecodeRequest strictly decodes a request: see DecodeResponse for what
 // strict means. It checks form, not meaning; Request.Validate checks
@@ -188,38 +170,269 @@ func DecodeInitResult(b []byte) (*InitResult, error) {
 	return &r, nil
 }
 
-func decode(b []byte, n *schemaNode, limits ResponseLimits, v any) error {
-	if err := check(b, n, limits); err != nil {
-		return err
+// decode decodes b into v, one of the envelope types, by schema n. On the
+// first violation the decoder gives up and the checker, walking b again,
+// words the error with its field path.
+func decode(b []byte, n *schemaNode, limits ResponseLimits, v any) (err error) {
+	if len(b) == 0 {
+		return &Error{Msg: "empty envelope"}
 	}
-	if err := decMode.Unmarshal(b, v); err != nil {
-		// The checker accepted what the library refused: report the
-		// library's reason rather than lose it.
-		return &Error{Msg: "decoding: " + err.Error()}
+	d := newDecoder(b, limits)
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(badEnvelope); !ok {
+				panic(r)
+			}
+			if cerr := check(b, n, limits); cerr != nil {
+				err = cerr
+				return
+			}
+			// Only a bug makes the two disagree; the fuzz targets look for one.
+			err = &Error{Msg: "decoding: the specialised decoder refused an envelope the checker accepts"}
+		}
+	}()
+	switch v := v.(type) {
+	case *Request:
+		d.request(v)
+	case *Response:
+		d.response(v)
+	case *Init:
+		d.init(v)
+	case *InitResult:
+		d.initResult(v)
+	}
+	if d.off != len(d.data) {
+		d.fail()
 	}
 	return nil
 }
 
-// laxDecMode reads single fields out of envelopes the strict decoders
-// refuse, ignoring everything else.
-var laxDecMode = func() cbor.DecMode {
-	dm, err := cbor.DecOptions{MaxNestedLevels: 2 * maxNesting}.DecMode()
-	if err != nil {
-		panic(err)
-	}
-	return dm
-}()
-
 // PeekVersion reads the abi field of an envelope that may not decode as
 // this version's Request or Init, so that a guest can answer a newer
 // envelope with StatusUnsupportedVersion rather than StatusBadRequest.
-// ok is false when b is not a map with an unsigned abi field.
+// It is lax where the decoders are strict, the way fxamacker/cbor's
+// default decoding into a struct is (the fuzz target holds it to that):
+// any well-formed CBOR map will do (indefinite lengths, tags, unknown and
+// integer keys; UTF-8 is checked in keys only), and the field name matches
+// without regard to case. ok is false
+// when b is not exactly one well-formed map with an unsigned abi field.
 func PeekVersion(b []byte) (version uint64, ok bool) {
-	var v struct {
-		ABI *uint64 `cbor:"abi"`
-	}
-	if laxDecMode.Unmarshal(b, &v) != nil || v.ABI == nil {
+	p := peeker{data: b}
+	major, info, arg, _, good := p.item()
+	if !good || major != 5 {
 		return 0, false
 	}
-	return *v.ABI, true
+	found := false
+	for i := uint64(0); info == 31 || i < arg; i++ {
+		if info == 31 && p.off < len(b) && b[p.off] == 0xff {
+			p.off++
+			break
+		}
+		kmajor, kinfo, karg, good := p.head()
+		if !good {
+			return 0, false
+		}
+		isABI := false
+		switch {
+		case kmajor == 3:
+			key, good := p.text(kinfo, karg)
+			if !good || !utf8.ValidString(key) {
+				return 0, false
+			}
+			// The first abi key counts; the library skips the others.
+			isABI = !found && strings.EqualFold(key, "abi")
+			found = found || isABI
+		case (kmajor == 0 || kmajor == 1) && karg <= math.MaxInt64:
+			// An integer key names no field and is skipped.
+		default:
+			return 0, false
+		}
+		var vmajor, vinfo byte
+		var varg, tag uint64
+		if isABI {
+			vmajor, vinfo, varg, tag, good = p.item()
+		} else { // skipped, tags unchecked
+			vmajor, vinfo, varg, good = p.head()
+		}
+		start := p.off
+		if !good || !p.rest(vmajor, vinfo, varg, 1) {
+			return 0, false
+		}
+		if isABI {
+			switch {
+			case tag == 2: // a bignum reads as its value when it fits
+				if vinfo == 31 {
+					return 0, false
+				}
+				digits := bytes.TrimLeft(b[start:p.off], "\x00")
+				if len(digits) > 8 {
+					return 0, false
+				}
+				version, ok = 0, true
+				for _, c := range digits {
+					version = version<<8 | uint64(c)
+				}
+			case tag == 3:
+				return 0, false
+			case vmajor == 0:
+				version, ok = varg, true
+			case vmajor == 7 && (vinfo == 22 || vinfo == 23): // null, undefined
+				version, ok = 0, false
+			case vmajor == 7 && (vinfo < 20 || vinfo == 24): // a simple value reads as its number
+				version, ok = varg, true
+			default:
+				return 0, false
+			}
+		}
+	}
+	if p.off != len(b) {
+		return 0, false
+	}
+	return version, ok
+}
+
+// peeker walks any well-formed CBOR for PeekVersion.
+type peeker struct {
+	data []byte
+	off  int
+}
+
+func (p *peeker) head() (major, info byte, arg uint64, ok bool) {
+	if p.off >= len(p.data) {
+		return 0, 0, 0, false
+	}
+	b := p.data[p.off]
+	p.off++
+	major, info = b>>5, b&0x1f
+	switch {
+	case info < 24:
+		return major, info, uint64(info), true
+	case info <= 27:
+		n := 1 << (info - 24)
+		if len(p.data)-p.off < n {
+			return 0, 0, 0, false
+		}
+		for _, c := range p.data[p.off : p.off+n] {
+			arg = arg<<8 | uint64(c)
+		}
+		p.off += n
+		if major == 7 && info == 24 && arg < 32 {
+			return 0, 0, 0, false // a simple value with a needless extra byte
+		}
+		return major, info, arg, true
+	case info == 31 && major >= 2 && major <= 5:
+		return major, info, 0, true
+	}
+	return 0, 0, 0, false
+}
+
+// text reads the content of a text string whose head has been read.
+func (p *peeker) text(info byte, n uint64) (string, bool) {
+	if info == 31 {
+		var s []byte
+		for {
+			if p.off >= len(p.data) {
+				return "", false
+			}
+			if p.data[p.off] == 0xff {
+				p.off++
+				return string(s), true
+			}
+			major, cinfo, arg, ok := p.head()
+			if !ok || major != 3 || cinfo == 31 || uint64(len(p.data)-p.off) < arg {
+				return "", false
+			}
+			s = append(s, p.data[p.off:p.off+int(arg)]...)
+			p.off += int(arg)
+		}
+	}
+	if uint64(len(p.data)-p.off) < n {
+		return "", false
+	}
+	s := p.data[p.off : p.off+int(n)]
+	p.off += int(n)
+	return string(s), true
+}
+
+// rest steps over the content of an item whose head has been read.
+func (p *peeker) rest(major, info byte, arg uint64, depth int) bool {
+	if depth > 2*maxNesting {
+		return false
+	}
+	switch major {
+	case 2:
+		if info == 31 {
+			for {
+				if p.off >= len(p.data) {
+					return false
+				}
+				if p.data[p.off] == 0xff {
+					p.off++
+					return true
+				}
+				cmajor, cinfo, n, ok := p.head()
+				if !ok || cmajor != 2 || cinfo == 31 || uint64(len(p.data)-p.off) < n {
+					return false
+				}
+				p.off += int(n)
+			}
+		}
+		if uint64(len(p.data)-p.off) < arg {
+			return false
+		}
+		p.off += int(arg)
+	case 3:
+		_, ok := p.text(info, arg)
+		return ok
+	case 4, 5:
+		items := arg
+		if major == 5 {
+			items *= 2
+			if arg > math.MaxUint64/2 {
+				return false
+			}
+		}
+		for i := uint64(0); info == 31 || i < items; i++ {
+			if info == 31 && p.off < len(p.data) && p.data[p.off] == 0xff {
+				p.off++
+				return major == 4 || i%2 == 0
+			}
+			m, in, a, ok := p.head()
+			if !ok || !p.rest(m, in, a, depth+1) {
+				return false
+			}
+		}
+	case 6:
+		m, in, a, ok := p.head()
+		return ok && p.rest(m, in, a, depth+1) // skipped content is not checked against its tag
+	}
+	return true
+}
+
+// item reads the head of the next item, stepping over its tags; tag is the
+// innermost tag's number, or math.MaxUint64 when there is none.
+func (p *peeker) item() (major, info byte, arg, tag uint64, ok bool) {
+	tag = math.MaxUint64
+	major, info, arg, ok = p.head()
+	for ok && major == 6 {
+		tag = arg
+		major, info, arg, ok = p.head()
+		ok = ok && tagFits(tag, major, info)
+	}
+	return major, info, arg, tag, ok
+}
+
+// tagFits reports whether an item of this major type may be the content of
+// the tag: the library checks the content of the tags it knows (RFC 8949
+// section 3.4: date/time text, epoch time numbers, bignum byte strings).
+func tagFits(tag uint64, major, info byte) bool {
+	switch tag {
+	case 0:
+		return major == 3
+	case 1:
+		return major == 0 || major == 1 || (major == 7 && info >= 25 && info <= 27)
+	case 2, 3:
+		return major == 2
+	}
+	return true
 }

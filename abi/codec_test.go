@@ -246,3 +246,22 @@ func TestPeekVersion(t *testing.T) {
 	_, ok = PeekVersion([]byte{0xff})
 	require.False(t, ok)
 }
+
+func TestEncodeInitRefusesKindsWithoutWireForm(t *testing.T) {
+	for _, tt := range []struct {
+		value any
+		field string
+		msg   string
+	}{
+		{struct{ A int }{1}, "parameters.p", "a value of type struct { A int } has no envelope form"},
+		{[]any{1, make(chan int)}, "parameters.p[1]", "a value of type chan int has no envelope form"},
+		{map[string]any{"q": complex(1, 2)}, "parameters.p.q", "a value of type complex128 has no envelope form"},
+	} {
+		_, err := EncodeInit(&Init{ABI: Version, Computation: "c", Kind: KindMap, OutputStreams: []string{"o"},
+			Parameters: map[string]any{"p": tt.value}})
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		require.Equal(t, tt.field, e.Field)
+		require.Equal(t, tt.msg, e.Msg)
+	}
+}

@@ -8,14 +8,16 @@ import (
 	"unicode/utf8"
 )
 
-// The strict decoders check an envelope against a schema before handing it
-// to fxamacker/cbor. The library decodes fast and rejects malformed data, but
-// its errors do not say where in the envelope the fault is, it reads null as
-// a zero value and it cannot tell a missing field from a zero one. The
-// checker below reads only item heads (major type, argument, length) to walk
+// The checker below holds the rules of the strict decoders and words their
+// errors. It reads only item heads (major type, argument, length) to walk
 // the envelope once, without allocating, and reports the first violation
-// with its field path. The schema is derived from the envelope types' cbor
-// tags, so the tags stay the single definition of the wire format.
+// with its field path. The decoder (decode.go) enforces the same rules in
+// its own pass and, at a violation, asks the checker for the error; the
+// checker alone also guards EncodeInit's free-form parameters. The schema
+// is derived from the envelope types' cbor tags, which stay the definition
+// of the wire format: the specialised codec spells the same names by hand,
+// and its tests hold it to the reference codec that reads the tags
+// (reference_test.go).
 
 // maxNesting bounds how deeply arrays and maps may nest in any envelope. The
 // fixed parts of the envelopes need at most 6 levels; the rest is headroom

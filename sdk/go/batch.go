@@ -25,6 +25,37 @@ type Batch struct {
 	req     *abi.Request
 	keys    []Key
 	outputs []string // declared output streams; nil when unknown
+	// The copies of emitted payloads and the one-element parent lists of
+	// emits come from chunks shared by the batch's emits, so that an emit
+	// costs no allocation of its own: in WebAssembly, allocation and GC
+	// are a large part of a guest's time. Only the response encoder reads
+	// them, before the next batch.
+	payloads []byte
+	parents  []uint32
+}
+
+// chunkSize is the size the batch's chunks grow by.
+const chunkSize = 64 << 10
+
+// copyPayload returns a copy of p from the batch's payload chunk, capped
+// at its length so that an append to it cannot reach its neighbour.
+func (b *Batch) copyPayload(p []byte) []byte {
+	if cap(b.payloads)-len(b.payloads) < len(p) {
+		b.payloads = make([]byte, 0, max(len(p), chunkSize))
+	}
+	start := len(b.payloads)
+	b.payloads = append(b.payloads, p...)
+	return b.payloads[start:len(b.payloads):len(b.payloads)]
+}
+
+// parent returns the one-element parent list [i] from the batch's chunk.
+func (b *Batch) parent(i int) []uint32 {
+	if len(b.parents) == cap(b.parents) {
+		b.parents = make([]uint32, 0, chunkSize/4)
+	}
+	b.parents = append(b.parents, uint32(i))
+	n := len(b.parents)
+	return b.parents[n-1 : n : n]
 }
 
 func newBatch(req *abi.Request, outputs []string) *Batch {
@@ -242,17 +273,32 @@ func (k *Key) Emit(stream string, payload []byte, opts ...EmitOption) {
 		panic("flowhost: Emit to " + strconv.Quote(stream) + ", which is not a declared output stream (declared: " + strings.Join(out, ", ") + ")")
 	}
 	var c emitConfig
-	for _, o := range opts {
-		o(&c)
+	if len(opts) > 0 {
+		c = emitOptions(opts)
 	}
-	e := abi.Emit{Stream: stream, Payload: append(make([]byte, 0, len(payload)), payload...), Key: c.key, EventTimestamp: c.eventTS}
+	e := abi.Emit{Stream: stream, Payload: k.batch.copyPayload(payload), Key: c.key, EventTimestamp: c.eventTS}
 	switch {
 	case c.explicit:
 		e.Parents = k.parents(c.parents)
 	case !c.all && k.current >= 0:
-		e.Parents = []uint32{uint32(k.current)}
+		e.Parents = k.batch.parent(k.current)
+	}
+	if k.out.Emits == nil {
+		// One emit per input is the common shape; more grow as usual.
+		k.out.Emits = make([]abi.Emit, 0, k.Inputs())
 	}
 	k.out.Emits = append(k.out.Emits, e)
+}
+
+// emitOptions applies opts. It is apart from Emit because the options
+// move the config to the heap: an Emit without options stays free of
+// allocations.
+func emitOptions(opts []EmitOption) emitConfig {
+	var c emitConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
 }
 
 // parents checks and converts explicit parent indexes, dropping repeats.

@@ -1,7 +1,6 @@
 package flowhost
 
 import (
-	"bytes"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -19,7 +18,12 @@ type guest struct {
 	in          []byte   // the region flowhost_alloc handed out last
 	// out holds the envelope returned last; the host may read it until
 	// the next call, so it is only reset when that call starts.
-	out bytes.Buffer
+	out []byte
+	// payloads and parents are the chunks of the last batch (Batch), kept
+	// for the next one: once the response is encoded nothing refers to
+	// them.
+	payloads []byte
+	parents  []uint32
 }
 
 // instance is the module's one guest: exports have no receiver.
@@ -149,26 +153,25 @@ func (g *guest) process(data []byte) (out []byte, status abi.Status) {
 		return nil, abi.StatusBadRequest
 	}
 	b := newBatch(req, g.outputs)
-	return g.encode(b.response(g.comp.Process(b)))
+	b.payloads, b.parents = g.payloads[:0], g.parents[:0]
+	out, status = g.encode(b.response(g.comp.Process(b)))
+	g.payloads, g.parents = b.payloads[:0], b.parents[:0]
+	return out, status
 }
 
 func (g *guest) encode(v any) ([]byte, abi.Status) {
-	g.out.Reset()
-	var err error
 	switch v := v.(type) {
 	case *abi.Response:
-		err = abi.EncodeResponseTo(&g.out, v)
+		g.out = abi.AppendResponse(g.out[:0], v)
 	case *abi.InitResult:
-		var b []byte
-		if b, err = abi.EncodeInitResult(v); err == nil {
-			g.out.Write(b)
+		b, err := abi.EncodeInitResult(v)
+		if err != nil {
+			Log(LevelError, "flowhost: cannot encode the response: "+err.Error())
+			return nil, abi.StatusGuestFailure
 		}
+		g.out = append(g.out[:0], b...)
 	}
-	if err != nil {
-		Log(LevelError, "flowhost: cannot encode the response: "+err.Error())
-		return nil, abi.StatusGuestFailure
-	}
-	return g.out.Bytes(), 0
+	return g.out, 0
 }
 
 // Run passes one batch through c the way the host does, envelopes and all,

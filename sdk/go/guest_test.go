@@ -1,6 +1,7 @@
 package flowhost
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"unsafe"
@@ -213,4 +214,35 @@ func TestRunReportsStatusesAndRefusals(t *testing.T) {
 	_, err = Run(Computation{Process: noop}, &abi.Init{Parameters: map[string]any{"bad": map[any]any{1: 1}}}, req)
 	var e *abi.Error
 	require.ErrorAs(t, err, &e)
+}
+
+// TestBatchesReuseNothingVisible: a guest reuses its output and its emit
+// chunks from one batch to the next; each batch's response must still
+// carry exactly its own payloads, whether the chunks fit or must grow.
+func TestBatchesReuseNothingVisible(t *testing.T) {
+	g := &guest{comp: &Computation{Process: func(b *Batch) error {
+		for k := range b.Keys() {
+			for m := range k.Messages() {
+				k.Emit("out", append([]byte(k.Key()+":"), m.Payload...))
+			}
+		}
+		return nil
+	}}}
+	for i, size := range []int{3, 1, chunkSize + 7, 2, 2 * chunkSize} {
+		key := "k" + string(rune('a'+i))
+		req := request(abi.KindTransform, inputs(key, 0, 3))
+		for m := range req.Keys[0].Messages {
+			req.Keys[0].Messages[m].Payload = bytes.Repeat([]byte{byte('0' + m)}, size)
+		}
+		out, status := g.process(encodeRequest(t, req))
+		require.Zero(t, status)
+		resp, err := abi.DecodeResponse(out, abi.ResponseLimits{})
+		require.NoError(t, err)
+		require.Len(t, resp.Keys, 1)
+		require.Len(t, resp.Keys[0].Emits, 3)
+		for m, e := range resp.Keys[0].Emits {
+			require.Equal(t, append([]byte(key+":"), bytes.Repeat([]byte{byte('0' + m)}, size)...), e.Payload, "batch %d, emit %d", i, m)
+			require.Equal(t, []uint32{uint32(m)}, e.Parents)
+		}
+	}
 }
