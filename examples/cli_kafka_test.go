@@ -12,14 +12,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The Kafka tests through the binary run against a kfake cluster the test
-// starts in its own process on 127.0.0.1, or, when FLOWHOST_KAFKA_BROKERS
-// is set (host:port,host:port), against that cluster, in topics of their
-// own with unique names.
+// The Kafka tests through the binary run against a development broker
+// (`flowhost kafka serve`, a kfake cluster) the test starts in a process of
+// its own on 127.0.0.1, or, when FLOWHOST_KAFKA_BROKERS is set
+// (host:port,host:port), against that cluster, in topics of their own
+// with unique names.
 
 // kafkaTopic returns the brokers of a test cluster and a fresh topic of
 // partitions partitions on it.
@@ -29,10 +29,7 @@ func kafkaTopic(t *testing.T, partitions int) (brokers []string, topic string) {
 	if env := os.Getenv("FLOWHOST_KAFKA_BROKERS"); env != "" {
 		brokers = strings.Split(env, ",")
 	} else {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1))
-		require.NoError(t, err)
-		t.Cleanup(c.Close)
-		brokers = c.ListenAddrs()
+		brokers = startDevBroker(t, "", "--ports", "0").addrs
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	require.NoError(t, err)

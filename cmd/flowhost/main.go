@@ -40,7 +40,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew(), newSavepoint())
+	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew(), newSavepoint(), newKafka())
 	return root
 }
 
