@@ -25,12 +25,28 @@ import (
 // partitions partitions on it.
 func kafkaTopic(t *testing.T, partitions int) (brokers []string, topic string) {
 	t.Helper()
+	brokers, _ = kafkaCluster(t, "")
 	topic = fmt.Sprintf("flowhost-cli-%d", time.Now().UnixNano())
+	createKafkaTopic(t, brokers, topic, partitions)
+	return brokers, topic
+}
+
+// kafkaCluster returns the brokers of the test cluster: those of
+// FLOWHOST_KAFKA_BROKERS when it is set (and a nil broker: the cluster is
+// not the test's), otherwise of a development broker the test starts in a
+// process of its own, persisted in dataDir when it is not empty.
+func kafkaCluster(t *testing.T, dataDir string) ([]string, *devBroker) {
+	t.Helper()
 	if env := os.Getenv("FLOWHOST_KAFKA_BROKERS"); env != "" {
-		brokers = strings.Split(env, ",")
-	} else {
-		brokers = startDevBroker(t, "", "--ports", "0").addrs
+		return strings.Split(env, ","), nil
 	}
+	b := startDevBroker(t, dataDir, "--ports", "0")
+	return b.addrs, b
+}
+
+// createKafkaTopic creates topic with partitions partitions.
+func createKafkaTopic(t *testing.T, brokers []string, topic string, partitions int) {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -39,7 +55,6 @@ func kafkaTopic(t *testing.T, partitions int) (brokers []string, topic string) {
 	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, topic)
 	require.NoError(t, err)
 	require.NoError(t, resp.Err)
-	return brokers, topic
 }
 
 // TestCLIKafkaSourceIsExactlyOnceAcrossKill9 produces records to a topic
