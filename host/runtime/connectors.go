@@ -209,7 +209,9 @@ type sinkRunner struct {
 	// for stdout and embedded sinks, which are at-least-once on a crash.
 	file *connect.CommittedFileSink
 	http *connect.HTTPSink
-	pos  store.SinkPosition
+	// kafka is an exactly-once Kafka sink (kafka_sink.go), with a store.
+	kafka *connect.KafkaSink
+	pos   store.SinkPosition
 
 	mu    sync.Mutex
 	cond  *sync.Cond
@@ -318,15 +320,7 @@ func (s *sinkRunner) open(ss *spec.Sink) error {
 		}
 		return nil
 	case spec.SinkKafka:
-		path := fmt.Sprintf("sinks[%d].kafka", specIndex(r.pipe.Sinks, func(s *spec.Sink) string { return s.Name }, ss.Name))
-		conn, err := r.kafkaConnection(path, ss.Kafka.Connection())
-		if err != nil {
-			return err
-		}
-		s.sink, err = connect.NewKafkaSink(connect.KafkaSinkConfig{
-			Conn: conn, Topic: ss.Kafka.Topic, KeyFields: ss.Kafka.KeyFields, PayloadOnly: ss.Format == spec.FormatPayload,
-		})
-		return err
+		return s.openKafka(ss)
 	}
 	return fmt.Errorf("unknown type %q", ss.Type)
 }
@@ -379,6 +373,14 @@ func (s *sinkRunner) run(ctx context.Context) error {
 	counter := s.rt.metrics.sinkRecords.WithLabelValues(s.name)
 	var batch []sinkItem
 	var recs []connect.SinkRecord
+	if s.kafka != nil {
+		n, err := s.recoverKafka(ctx)
+		if err != nil {
+			_ = s.sink.Close()
+			return fmt.Errorf("sink %q: %w", s.name, err)
+		}
+		counter.Add(float64(n))
+	}
 	for {
 		s.mu.Lock()
 		for len(s.queue) == 0 && !s.inputsFinished() && ctx.Err() == nil {
@@ -403,6 +405,9 @@ func (s *sinkRunner) run(ctx context.Context) error {
 			recs = append(recs, batch[i].rec)
 		}
 		if err := s.write(ctx, batch, recs); err != nil {
+			if s.kafka != nil {
+				_ = s.sink.Close() // a transaction left open stays open, as after a crash
+			}
 			return fmt.Errorf("sink %q: %w", s.name, err)
 		}
 		counter.Add(float64(len(batch)))
@@ -418,6 +423,9 @@ func (s *sinkRunner) write(ctx context.Context, batch []sinkItem, recs []connect
 	st := s.rt.opts.store
 	if st == nil {
 		return s.sink.Write(ctx, recs)
+	}
+	if s.kafka != nil {
+		return s.writeKafka(ctx, batch, recs)
 	}
 	b := st.NewBatch()
 	for i := range batch {

@@ -28,3 +28,10 @@ func CheckIdle(rt *Runtime) {
 		src.checkIdle()
 	}
 }
+
+// SetKafkaSinkFault makes every exactly-once Kafka sink of rt call fault
+// at each step of its commit; an error stops the sink there, as a crash
+// would, and the run fails with it. Call it before Run.
+func SetKafkaSinkFault(rt *Runtime, fault func(sink string, step KafkaSinkStep) error) {
+	rt.kafkaFault = fault
+}

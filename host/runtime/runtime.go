@@ -93,6 +93,11 @@ type Runtime struct {
 	// retryWait waits between the attempts of a failed batch (waitRetry;
 	// tests replace it).
 	retryWait func(ctx context.Context, d time.Duration) error
+	// kafkaSinks are the Kafka sinks' series, made with the first one
+	// (kafka_sink.go); kafkaFault stops an exactly-once Kafka sink at a
+	// step of its commit, as a crash would (tests set it).
+	kafkaSinks *connect.KafkaSinkMetrics
+	kafkaFault func(sink string, step KafkaSinkStep) error
 }
 
 // stream is a pipeline stream: one writer, any number of reading

@@ -162,6 +162,59 @@ type KafkaSink struct {
 	// values make the Kafka key (as group_by makes a message key);
 	// otherwise the Kafka key is the message key.
 	KeyFields []string `yaml:"key_fields,omitempty"`
+	// Delivery is exactly_once or at_least_once. Default: exactly_once
+	// when the run has a data directory, at_least_once without one
+	// (--in-memory); exactly_once written out without a data directory
+	// is refused when the run starts.
+	Delivery KafkaDelivery `yaml:"delivery,omitempty"`
+	// TransactionalID is the transactional id of an exactly-once sink;
+	// default flowhost-<pipeline>-<sink>. One writer per id: a second
+	// one fences the first.
+	TransactionalID string `yaml:"transactional_id,omitempty"`
+	// MarkerGroup is the consumer group whose offset on partition 0 of
+	// the topic records the last batch an exactly-once sink committed;
+	// default flowhost-sink-<pipeline>-<sink>.
+	MarkerGroup string `yaml:"marker_group,omitempty"`
+}
+
+// KafkaDelivery is a kafka sink's delivery guarantee.
+type KafkaDelivery string
+
+// The delivery guarantees of a kafka sink.
+const (
+	DeliveryExactlyOnce KafkaDelivery = "exactly_once"
+	DeliveryAtLeastOnce KafkaDelivery = "at_least_once"
+)
+
+func (KafkaDelivery) values() []string {
+	return []string{string(DeliveryExactlyOnce), string(DeliveryAtLeastOnce)}
+}
+
+// ExactlyOnce reports whether the sink runs exactly once, given whether
+// the run has a data directory: the default follows it.
+func (k *KafkaSink) ExactlyOnce(store bool) bool {
+	if k.Delivery == "" {
+		return store
+	}
+	return k.Delivery == DeliveryExactlyOnce
+}
+
+// TransactionalIDOf returns the sink's transactional id, its default
+// derived from the pipeline's and the sink's names.
+func (k *KafkaSink) TransactionalIDOf(pipeline, sink string) string {
+	if k.TransactionalID != "" {
+		return k.TransactionalID
+	}
+	return "flowhost-" + pipeline + "-" + sink
+}
+
+// MarkerGroupOf returns the sink's marker group, its default derived from
+// the pipeline's and the sink's names.
+func (k *KafkaSink) MarkerGroupOf(pipeline, sink string) string {
+	if k.MarkerGroup != "" {
+		return k.MarkerGroup
+	}
+	return "flowhost-sink-" + pipeline + "-" + sink
 }
 
 // Connection returns the sink's connection settings.
@@ -254,6 +307,14 @@ func (v *validator) kafkaSink(sinkPath string, s *Sink) {
 		v.errorf(fieldPath(path, "topic"), "required; expected a topic name")
 	}
 	v.fields(fieldPath(path, "key_fields"), k.KeyFields)
+	if k.Delivery == DeliveryAtLeastOnce {
+		if k.TransactionalID != "" {
+			v.errorf(fieldPath(path, "transactional_id"), "only used with delivery: exactly_once; delivery is at_least_once")
+		}
+		if k.MarkerGroup != "" {
+			v.errorf(fieldPath(path, "marker_group"), "only used with delivery: exactly_once; delivery is at_least_once")
+		}
+	}
 	if s.Format != FormatJSON && s.Format != FormatPayload {
 		v.errorf(fieldPath(sinkPath, "format"), "a kafka sink writes json (the record with every timestamp and id) or payload (the payload alone); got %s", s.Format)
 	}

@@ -43,6 +43,34 @@ sinks:
 	require.NotNil(t, sk.TLS, "tls: {} means TLS with the system roots")
 	require.Equal(t, FormatPayload, p.Sinks[0].Format)
 	require.Equal(t, []string{"customer"}, sk.KeyFields)
+	require.True(t, sk.ExactlyOnce(true), "default delivery with a data directory")
+	require.False(t, sk.ExactlyOnce(false), "default delivery without one")
+	require.Equal(t, "flowhost-p-out", sk.TransactionalIDOf(p.Name, "out"))
+	require.Equal(t, "flowhost-sink-p-out", sk.MarkerGroupOf(p.Name, "out"))
+}
+
+func TestKafkaSinkDelivery(t *testing.T) {
+	tests := []struct {
+		kafka          string
+		store, noStore bool
+		txnID, marker  string
+	}{
+		{"delivery: exactly_once", true, true, "flowhost-p-out", "flowhost-sink-p-out"},
+		{"delivery: at_least_once", false, false, "flowhost-p-out", "flowhost-sink-p-out"},
+		{"transactional_id: mine, marker_group: mine-m", true, false, "mine", "mine-m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kafka, func(t *testing.T) {
+			src := "name: p\nsources: [{name: in, type: generator, stream: s}]\nsinks: [{name: out, type: kafka, streams: [s], kafka: {brokers: [\"h:1\"], topic: t, " + tt.kafka + "}}]\n"
+			p, err := Parse("pipeline.yaml", []byte(src))
+			require.NoError(t, err)
+			k := p.Sinks[0].Kafka
+			require.Equal(t, tt.store, k.ExactlyOnce(true))
+			require.Equal(t, tt.noStore, k.ExactlyOnce(false))
+			require.Equal(t, tt.txnID, k.TransactionalIDOf("p", "out"))
+			require.Equal(t, tt.marker, k.MarkerGroupOf("p", "out"))
+		})
+	}
 }
 
 func TestParseKafkaErrors(t *testing.T) {
@@ -84,6 +112,12 @@ func TestParseKafkaErrors(t *testing.T) {
 			[]string{`sources[0].partition_by: a kafka source keeps each Kafka partition as its own partition; partition_by is not allowed`}},
 		{"sink text format", "name: p\nsources: [{name: in, type: generator, stream: s}]\nsinks: [{name: o, type: kafka, streams: [s], format: »text, kafka: {brokers: [\"h:1\"], topic: t}}]\n",
 			[]string{`sinks[0].format: a kafka sink writes json (the record with every timestamp and id) or payload (the payload alone); got text`}},
+		{"bad delivery", "name: p\nsources: [{name: in, type: generator, stream: s}]\nsinks: [{name: o, type: kafka, streams: [s], kafka: {brokers: [\"h:1\"], topic: t, delivery: »twice}}]\n",
+			[]string{`sinks[0].kafka.delivery: expected one of exactly_once, at_least_once; got "twice"`}},
+		{"transactional id at least once", "name: p\nsources: [{name: in, type: generator, stream: s}]\nsinks: [{name: o, type: kafka, streams: [s], kafka: {brokers: [\"h:1\"], topic: t, delivery: at_least_once, transactional_id: »x}}]\n",
+			[]string{`sinks[0].kafka.transactional_id: only used with delivery: exactly_once; delivery is at_least_once`}},
+		{"marker group at least once", "name: p\nsources: [{name: in, type: generator, stream: s}]\nsinks: [{name: o, type: kafka, streams: [s], kafka: {brokers: [\"h:1\"], topic: t, delivery: at_least_once, marker_group: »g}}]\n",
+			[]string{`sinks[0].kafka.marker_group: only used with delivery: exactly_once; delivery is at_least_once`}},
 		{"payload format on a file sink", "name: p\nsources: [{name: in, type: generator, stream: s}]\nsinks: [{name: o, type: stdout, streams: [s], format: »payload}]\n",
 			[]string{`sinks[0].format: payload is a format of kafka sinks only; expected json or text`}},
 	}

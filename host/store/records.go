@@ -86,6 +86,30 @@ type SinkPosition struct {
 	// Records is the number of records committed; a sink log's next
 	// sequence number.
 	Records uint64 `cbor:"2,keyasint"`
+	// Batch is the number of the last sink batch an exactly-once Kafka
+	// sink committed: the marker its transactions leave in Kafka.
+	Batch uint64 `cbor:"3,keyasint,omitempty"`
+	// Pending is the batch an exactly-once Kafka sink is writing in a
+	// transaction whose outcome the store does not know yet; nil when
+	// none is. Recovery compares it with the marker in Kafka.
+	Pending *SinkBatch `cbor:"4,keyasint,omitempty"`
+}
+
+// SinkBatch names a sink batch by its number and, for every sender in it,
+// the last TaskID it takes from that sender's queue: a batch takes a
+// prefix of each sender's queue, so this is exactly the batch.
+type SinkBatch struct {
+	// N is the batch's number, one more than the last committed.
+	N uint64 `cbor:"1,keyasint"`
+	// Last is the last task of each sender in the batch.
+	Last []SinkBatchSender `cbor:"2,keyasint"`
+}
+
+// SinkBatchSender is the last task a sink batch takes from one sender.
+type SinkBatchSender struct {
+	Computation string `cbor:"1,keyasint"`
+	Partition   int    `cbor:"2,keyasint"`
+	Task        uint64 `cbor:"3,keyasint"`
 }
 
 // wireMessage is a queued message. The id and parents are stored as their

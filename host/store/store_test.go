@@ -469,3 +469,30 @@ func killChild(dir string) {
 		fmt.Println(c)
 	}
 }
+
+func TestSinkPendingBatchRoundTrips(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir)
+	pending := SinkPosition{Records: 7, Batch: 3, Pending: &SinkBatch{N: 4, Last: []SinkBatchSender{
+		{Computation: "tally", Partition: 0, Task: 12}, {Computation: "tally", Partition: 2, Task: 9},
+	}}}
+	b := s.NewBatch()
+	b.SetSink("k", pending)
+	require.NoError(t, b.Commit())
+	require.NoError(t, s.Close())
+
+	s = openT(t, dir)
+	got, ok, err := s.Sink("k")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, pending, got)
+
+	// Step 3 of a transaction clears the pending batch.
+	b = s.NewBatch()
+	b.SetSink("k", SinkPosition{Records: 9, Batch: 4})
+	require.NoError(t, b.Commit())
+	got, _, err = s.Sink("k")
+	require.NoError(t, err)
+	require.Equal(t, SinkPosition{Records: 9, Batch: 4}, got)
+	require.NoError(t, s.Close())
+}
