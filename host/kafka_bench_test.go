@@ -35,7 +35,7 @@ import (
 
 // kafkaBenchDeliveries are the kafka sink's delivery modes measured: the
 // sink's delivery field ("" for its default) by the name reported.
-var kafkaBenchDeliveries = []struct{ name, field string }{{"at_least_once", ""}}
+var kafkaBenchDeliveries = []struct{ name, field string }{{"exactly_once", "exactly_once"}, {"at_least_once", "at_least_once"}}
 
 const kafkaBenchPartitions = 2
 
