@@ -88,6 +88,12 @@ func Inspect(w io.Writer, dir string, keys bool) error {
 		if s.LogRecords > 0 {
 			line += fmt.Sprintf("\tlog [%d, %d)", s.LogFirst, s.LogEnd)
 		}
+		if s.Position.Batch > 0 {
+			line += fmt.Sprintf("\tkafka batch %d committed", s.Position.Batch)
+		}
+		if p := s.Position.Pending; p != nil {
+			line += fmt.Sprintf("\tkafka batch %d pending (settled with the marker on the next start)", p.N)
+		}
 		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()

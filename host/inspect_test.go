@@ -96,3 +96,16 @@ func TestInspectShowsPositionsQueuesEpochsTimersAndState(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNoStore, "a directory without a store is refused, not created")
 	require.NoDirExists(t, missing)
 }
+
+func TestInspectShowsAKafkaSinksBatches(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{})
+	require.NoError(t, err)
+	b := st.NewBatch()
+	b.SetSink("k", store.SinkPosition{Records: 40, Batch: 3, Pending: &store.SinkBatch{N: 4, Last: []store.SinkBatchSender{{Computation: "c", Task: 9}}}})
+	require.NoError(t, b.Commit())
+	require.NoError(t, st.Close())
+	var out bytes.Buffer
+	require.NoError(t, host.Inspect(&out, dir, false))
+	require.Regexp(t, `(?m)^  k\s+40 records committed\s+kafka batch 3 committed\s+kafka batch 4 pending`, out.String())
+}

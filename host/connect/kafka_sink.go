@@ -17,35 +17,6 @@ import (
 	"github.com/flowhost/flowhost/host/keys"
 )
 
-// The exactly-once Kafka sink.
-//
-// Flink's KafkaSink pre-commits a transaction per checkpoint and, after a
-// crash, resumes and commits it from another producer with the same
-// transactional id. kgo has no way to resume another producer's
-// transaction, so the sink does it the other way round, as Kafka Streams
-// does when it commits its input offsets inside its transaction: the
-// Kafka transaction itself is the commit point, and the host's store
-// learns its outcome from Kafka on recovery. A sink batch n is written in
-// three steps:
-//
-//  1. the store records batch n as pending (its last task per sender,
-//     which defines the batch exactly);
-//  2. one Kafka transaction, under a deterministic transactional id,
-//     produces the batch and commits the offset n for a marker group on
-//     partition 0 of the topic (AddOffsetsToTxn + TxnOffsetCommit), then
-//     commits;
-//  3. the store dequeues the batch and records n as committed.
-//
-// On recovery, a client with the same transactional id fences the
-// previous producer (InitProducerID aborts its open transaction, or
-// completes one the coordinator was already committing), and the sink
-// reads the marker with RequireStable. A pending n with the marker at n
-// reached Kafka: the store finishes step 3 without producing it again. A
-// marker at n-1 means the transaction was aborted and the batch is
-// produced again. Anything else means another writer, or a reset topic or
-// group, and the run stops saying so: the records cannot be both exactly
-// once and written.
-
 // KafkaSinkConfig configures a [KafkaSink].
 type KafkaSinkConfig struct {
 	Conn  KafkaConnection
@@ -73,6 +44,9 @@ type KafkaSinkConfig struct {
 	// stops Transact there and leaves the transaction open, as a crash
 	// would (tests use it to crash at that step).
 	BeforeEnd func() error
+
+	// clientOpts are more kgo options (tests).
+	clientOpts []kgo.Opt
 }
 
 // KafkaSink produces records to a topic. Each record carries the headers
@@ -131,7 +105,7 @@ func NewKafkaSink(cfg KafkaSinkConfig) (*KafkaSink, error) {
 	if cfg.TransactionalID != "" {
 		opts = append(opts, kgo.TransactionalID(cfg.TransactionalID))
 	}
-	if s.cl, err = kgo.NewClient(opts...); err != nil {
+	if s.cl, err = kgo.NewClient(append(opts, cfg.clientOpts...)...); err != nil {
 		return nil, fmt.Errorf("kafka sink: %w", err)
 	}
 	s.adm = kadm.NewClient(s.cl)
@@ -286,8 +260,10 @@ func (s *KafkaSink) Transact(ctx context.Context, n uint64, records []SinkRecord
 						s.log.Info("kafka sink: the transaction committed although its answer was an error", "batch", n)
 						s.marker = n
 						s.cfg.Metrics.transaction(s.cfg.Name, "committed")
+						s.cfg.Metrics.wrote(s.cfg.Name, s.cfg.Topic, len(out))
 						return nil
 					case n - 1:
+						s.cfg.Metrics.transaction(s.cfg.Name, "aborted")
 						unknown = false
 					default:
 						return s.conflict(n, m)
@@ -303,10 +279,10 @@ func (s *KafkaSink) Transact(ctx context.Context, n uint64, records []SinkRecord
 			if errors.Is(err, errBeforeEnd) {
 				return err
 			}
-			s.cfg.Metrics.transaction(s.cfg.Name, "aborted")
 			unknown = true
 		}
 		if fe := (*KafkaFatalError)(nil); errors.As(err, &fe) || ctx.Err() != nil {
+			s.cfg.Metrics.transaction(s.cfg.Name, "aborted") // it never commits: the next producer on the id aborts it
 			return err
 		}
 		wait := backoff(attempt)

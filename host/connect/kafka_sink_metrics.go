@@ -48,6 +48,15 @@ func (m *KafkaSinkMetrics) produced(sink, topic string, records int, d time.Dura
 		return
 	}
 	m.produceSeconds.WithLabelValues(sink, topic).Observe(d.Seconds())
+	m.wrote(sink, topic, records)
+}
+
+// wrote counts records written whose produce time is not known (a
+// transaction found committed after its answer was lost).
+func (m *KafkaSinkMetrics) wrote(sink, topic string, records int) {
+	if m == nil {
+		return
+	}
 	m.recordsOut.WithLabelValues(sink, topic).Add(float64(records))
 }
 

@@ -2,16 +2,24 @@ package connect
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flowhost/flowhost/host/connect/kafkatest"
 )
@@ -207,4 +215,183 @@ func TestKafkaSinkAtLeastOnceWritesEveryRecord(t *testing.T) {
 	require.NoError(t, s.Write(context.Background(), recs[:20]))
 	require.NoError(t, s.Write(context.Background(), recs[20:]))
 	wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), recs)
+}
+
+// Faults the broker injects into the second transaction: the ones that
+// may pass are retried (by kgo, or by the sink, which aborts and redoes
+// the batch) and every record is still there once; the fatal ones stop
+// the sink with what to do.
+func TestKafkaSinkFaults(t *testing.T) {
+	const txnID = "flowhost-test-faults"
+	tests := []struct {
+		name  string
+		fault kfake.Fault
+		// fatal is a part of the error's message; "" means the batch
+		// goes through.
+		fatal string
+		// redone: the sink aborted a transaction and redid the batch.
+		redone bool
+	}{
+		{"produce times out after it applied (kgo retries, the broker dedups)", kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.RequestTimedOut}, "", false},
+		{"marker commit fails", kfake.Fault{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Err: kerr.UnknownServerError}, "", true},
+		{"marker commit times out after it applied", kfake.Fault{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Err: kerr.RequestTimedOut}, "", true},
+		{"marker group not authorized", kfake.Fault{Keys: []kmsg.Key{kmsg.AddOffsetsToTxn}, Err: kerr.GroupAuthorizationFailed, Count: -1},
+			"grant the user READ on the consumer group " + txnID + "-marker", false},
+		{"transactional id not authorized", kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.TransactionalIDAuthorizationFailed, Count: -1},
+			"grant the user WRITE and DESCRIBE on the transactional id " + txnID, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, topic := kafkatest.FakeTopic(t, 2)
+			brokers := c.ListenAddrs()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			reg := prometheus.NewRegistry()
+			metrics, err := NewKafkaSinkMetrics(reg)
+			require.NoError(t, err)
+			s := txnSink(t, brokers, topic, txnID, nil)
+			s.cfg.Metrics = metrics
+			_, err = s.Recover(ctx)
+			require.NoError(t, err)
+			b1, b2 := kafkaBatch("f", 0, 30, 4), kafkaBatch("f", 30, 30, 4)
+			require.NoError(t, s.Transact(ctx, 1, b1))
+
+			h := c.Fault(tt.fault)
+			err = s.Transact(ctx, 2, b2)
+			h.Remove()
+			require.Positive(t, h.Hits(), "the fault was never injected")
+			aborted := metricOf(t, metrics.transactions.WithLabelValues("out", "aborted")).GetCounter().GetValue()
+			if tt.fatal != "" {
+				var fatal *KafkaFatalError
+				require.ErrorAs(t, err, &fatal)
+				require.ErrorContains(t, err, tt.fatal)
+				require.NoError(t, s.Close())
+				// The next sink on the id finds batch 2 never committed.
+				again := txnSink(t, brokers, topic, txnID, nil)
+				m, err := again.Recover(ctx)
+				require.NoError(t, err)
+				require.EqualValues(t, 1, m)
+				wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), b1)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.redone, aborted > 0, "aborted transactions: %v", aborted)
+			require.Equal(t, 2.0, metricOf(t, metrics.transactions.WithLabelValues("out", "committed")).GetCounter().GetValue())
+			wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), append(b1, b2...))
+		})
+	}
+}
+
+// A broker restarting on its data directory, between two transactions and
+// inside one (after the batch and the marker, before the commit): the
+// sink reconnects, redoes what the restart lost, and every record is
+// there once.
+func TestKafkaSinkSurvivesBrokerRestarts(t *testing.T) {
+	dir := t.TempDir()
+	start := func(port int) *kfake.Cluster {
+		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.DataDir(dir)} // binds 127.0.0.1
+		if port != 0 {
+			opts = append(opts, kfake.Ports(port))
+		}
+		c, err := kfake.NewCluster(opts...)
+		require.NoError(t, err)
+		return c
+	}
+	c := start(0)
+	t.Cleanup(func() { c.Close() })
+	brokers := c.ListenAddrs()
+	_, portText, err := net.SplitHostPort(brokers[0])
+	require.NoError(t, err)
+	port, err := strconv.Atoi(portText)
+	require.NoError(t, err)
+	restart := func() {
+		c.Close()
+		c = start(port)
+	}
+	topic := "restarts"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	require.NoError(t, err)
+	resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), 2, 1, nil, topic)
+	cl.Close()
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	inside := false
+	s := txnSink(t, brokers, topic, "flowhost-test-restarts", func() error {
+		if inside {
+			inside = false
+			restart()
+		}
+		return nil
+	})
+	_, err = s.Recover(ctx)
+	require.NoError(t, err)
+	b1, b2, b3 := kafkaBatch("r", 0, 20, 4), kafkaBatch("r", 20, 20, 4), kafkaBatch("r", 40, 20, 4)
+	require.NoError(t, s.Transact(ctx, 1, b1))
+	restart()
+	require.NoError(t, s.Transact(ctx, 2, b2), "after a restart between transactions")
+	inside = true
+	require.NoError(t, s.Transact(ctx, 3, b3), "after a restart inside the transaction")
+	require.False(t, inside, "the restart inside the transaction never happened")
+	wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), slices.Concat(b1, b2, b3))
+}
+
+// answerCutter is a connection that, once armed, lets the next EndTxn
+// request through to the broker and then cuts the connection before the
+// answer comes back: the broker commits, the client never learns it.
+type answerCutter struct {
+	net.Conn
+	armed *atomic.Bool
+	cut   atomic.Bool
+}
+
+func (c *answerCutter) Write(p []byte) (int, error) {
+	// A request frame: int32 length, int16 api key, int16 version, ...
+	if len(p) >= 6 && int16(binary.BigEndian.Uint16(p[4:6])) == int16(kmsg.EndTxn) && c.armed.CompareAndSwap(true, false) {
+		c.cut.Store(true)
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *answerCutter) Read(p []byte) (int, error) {
+	if c.cut.Load() {
+		_ = c.Conn.Close()
+		return 0, errors.New("test: connection cut before the EndTxn answer")
+	}
+	return c.Conn.Read(p)
+}
+
+func TestKafkaSinkCommitWhoseAnswerIsLost(t *testing.T) {
+	brokers, topic := kafkatest.Topic(t, 2)
+	var armed atomic.Bool
+	dial := func(ctx context.Context, network, host string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, host)
+		if err != nil {
+			return nil, err
+		}
+		return &answerCutter{Conn: conn, armed: &armed}, nil
+	}
+	s, err := NewKafkaSink(KafkaSinkConfig{Conn: KafkaConnection{Brokers: brokers}, Topic: topic, PayloadOnly: true,
+		TransactionalID: "flowhost-test-lost", MarkerGroup: "flowhost-test-lost-marker", Name: "out",
+		BeforeEnd: func() error { armed.Store(true); return nil }, clientOpts: []kgo.Opt{kgo.Dialer(dial)}})
+	require.NoError(t, err)
+	metrics, err := NewKafkaSinkMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	s.cfg.Metrics = metrics
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err = s.Recover(ctx)
+	require.NoError(t, err)
+	b1, b2 := kafkaBatch("l", 0, 20, 4), kafkaBatch("l", 20, 20, 4)
+	require.NoError(t, s.Transact(ctx, 1, b1))
+	require.False(t, armed.Load(), "the EndTxn request was never seen")
+	require.NoError(t, s.Transact(ctx, 2, b2))
+	// Both found committed by the marker, neither written again.
+	require.Equal(t, 2.0, metricOf(t, metrics.transactions.WithLabelValues("out", "committed")).GetCounter().GetValue())
+	require.Zero(t, metricOf(t, metrics.transactions.WithLabelValues("out", "aborted")).GetCounter().GetValue())
+	require.Equal(t, 40.0, metricOf(t, metrics.recordsOut.WithLabelValues("out", topic)).GetCounter().GetValue())
+	wantByPartition(t, kafkatest.ReadCommitted(t, brokers, topic, 2), slices.Concat(b1, b2))
 }

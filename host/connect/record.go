@@ -24,6 +24,42 @@
 // line of a source configured without one). An HTTP request with a bad
 // line is refused whole, and its answer says what is wrong where (see
 // [HTTPSource]).
+//
+// # Exactly-once Kafka sink
+//
+// Flink's KafkaSink pre-commits a transaction per checkpoint and, after a
+// crash, resumes and commits it from another producer with the same
+// transactional id. kgo has no way to resume another producer's
+// transaction, so the sink does it the other way round, as Kafka Streams
+// does when it commits its input offsets inside its transaction: the
+// Kafka transaction itself is the commit point, and the host's store
+// learns its outcome from Kafka on recovery. A sink batch n is written in
+// three steps:
+//
+//  1. the store records batch n as pending (its last task per sender,
+//     which defines the batch exactly);
+//  2. one Kafka transaction, under a deterministic transactional id,
+//     produces the batch and commits the offset n for a marker group on
+//     partition 0 of the topic (AddOffsetsToTxn + TxnOffsetCommit), then
+//     commits;
+//  3. the store dequeues the batch and records n as committed.
+//
+// On recovery, a client with the same transactional id fences the
+// previous producer (InitProducerID aborts its open transaction, or
+// completes one the coordinator was already committing), and the sink
+// reads the marker with RequireStable. A pending n with the marker at n
+// reached Kafka: the store finishes step 3 without producing it again. A
+// marker at n-1 means the transaction was aborted and the batch is
+// produced again. Anything else means another writer, or a reset topic or
+// group, and the run stops saying so rather than guess.
+//
+// The marker is a group offset on the output topic itself, so the store
+// needs nothing in Kafka besides the topic, the marker dies with the topic
+// (a recreated topic is noticed, not written over), and the commit point
+// is a single atomic Kafka operation. The price is a transaction and two
+// store commits per sink batch, so batches are as large as the sink's
+// queue allows. Without a store there is nothing to reconcile with, and a
+// Kafka sink is at least once (the idempotent producer).
 package connect
 
 import (

@@ -91,6 +91,12 @@ func (s *sinkRunner) openKafka(ss *spec.Sink) error {
 	s.sink = ks
 	if eos {
 		s.kafka = ks
+	} else if s.pos.Pending != nil {
+		// An exactly-once run left a batch pending; at least once writes
+		// the whole queue anyway, so the batch is just no longer pending.
+		r.log.Warn("kafka sink: the data directory has an exactly-once batch pending, and the sink is now at least once: its records are written again, possibly twice",
+			"sink", ss.Name, "batch", s.pos.Pending.N)
+		s.pos.Pending = nil
 	}
 	r.log.Info("kafka sink", "sink", ss.Name, "topic", k.Topic, "exactly_once", eos,
 		"transactional_id", cfg.TransactionalID, "marker_group", cfg.MarkerGroup)

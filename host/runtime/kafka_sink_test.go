@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/compute"
+	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/connect/kafkatest"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
@@ -242,4 +243,71 @@ func TestKafkaSinkRefusesAMarkerAheadOfItsStore(t *testing.T) {
 	_, err = runKafkaSink(t, second, brokers, topic, "", nil)
 	require.ErrorContains(t, err, "but this sink's store committed 1 batches")
 	require.ErrorContains(t, err, "give each pipeline its own kafka.transactional_id")
+}
+
+func TestKafkaSinkFencedByAnotherWriterStopsTheRun(t *testing.T) {
+	brokers, topic := kafkatest.Topic(t, 3)
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	// Before the run's second transaction, another producer takes over
+	// its transactional id, as a second flowhost on the same id would.
+	pending := 0
+	usurp := func(_ string, s runtime.KafkaSinkStep) error {
+		if s != runtime.KafkaStepPending {
+			return nil
+		}
+		if pending++; pending != 2 {
+			return nil
+		}
+		other, err := connect.NewKafkaSink(connect.KafkaSinkConfig{Conn: connect.KafkaConnection{Brokers: brokers}, Topic: topic,
+			TransactionalID: "flowhost-eos-k", MarkerGroup: "flowhost-sink-eos-k"})
+		if err != nil {
+			return err
+		}
+		defer other.Close()
+		_, err = other.Recover(context.Background())
+		return err
+	}
+	_, err = runKafkaSink(t, st, brokers, topic, "", usurp)
+	var fatal *connect.KafkaFatalError
+	require.ErrorAs(t, err, &fatal)
+	require.ErrorContains(t, err, "took over the transactional id flowhost-eos-k")
+
+	// Once the other writer is gone, the next run finishes the job, and
+	// nothing of the fenced transaction is visible.
+	_, err = runKafkaSink(t, st, brokers, topic, "", nil)
+	require.NoError(t, err)
+	requireExactlyOnceOutput(t, brokers, topic)
+}
+
+func TestKafkaSinkSwitchedToAtLeastOnceDropsThePendingBatch(t *testing.T) {
+	brokers, topic := kafkatest.Topic(t, 3)
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	crash := func(_ string, s runtime.KafkaSinkStep) error {
+		if s == runtime.KafkaStepBeforeEnd {
+			return errInjected
+		}
+		return nil
+	}
+	_, err = runKafkaSink(t, st, brokers, topic, "", crash)
+	require.ErrorIs(t, err, errInjected)
+	pos, _, err := st.Sink("k")
+	require.NoError(t, err)
+	require.NotNil(t, pos.Pending, "the crash left batch 1 pending")
+
+	_, err = runKafkaSink(t, st, brokers, topic, ", delivery: at_least_once", nil)
+	require.NoError(t, err)
+	pos, _, err = st.Sink("k")
+	require.NoError(t, err)
+	require.Nil(t, pos.Pending, "at least once has no batch pending")
+
+	// Back to exactly once: the store and the marker agree, and taking
+	// over the transactional id aborts what the crash left open (which
+	// until then holds read_committed consumers back).
+	_, err = runKafkaSink(t, st, brokers, topic, "", nil)
+	require.NoError(t, err)
+	requireExactlyOnceOutput(t, brokers, topic)
 }

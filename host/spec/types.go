@@ -533,7 +533,8 @@ const (
 	SinkStdout SinkType = "stdout"
 	// SinkHTTP serves records to HTTP subscribers.
 	SinkHTTP SinkType = "http"
-	// SinkKafka produces records to a Kafka topic (at least once).
+	// SinkKafka produces records to a Kafka topic (exactly once with a data
+	// directory; see [KafkaSink.Delivery]).
 	SinkKafka SinkType = "kafka"
 )
 

@@ -27,7 +27,6 @@ var topicSeq atomic.Int64
 // left behind.
 func Topic(t testing.TB, partitions int) (brokers []string, topic string) {
 	t.Helper()
-	topic = fmt.Sprintf("flowhost-test-%d-%d", time.Now().UnixNano(), topicSeq.Add(1))
 	if env := os.Getenv("FLOWHOST_KAFKA_BROKERS"); env != "" {
 		brokers = strings.Split(env, ",")
 	} else {
@@ -36,6 +35,12 @@ func Topic(t testing.TB, partitions int) (brokers []string, topic string) {
 		t.Cleanup(c.Close)
 		brokers = c.ListenAddrs()
 	}
+	return brokers, createTopic(t, brokers, partitions)
+}
+
+func createTopic(t testing.TB, brokers []string, partitions int) string {
+	t.Helper()
+	topic := fmt.Sprintf("flowhost-test-%d-%d", time.Now().UnixNano(), topicSeq.Add(1))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -44,7 +49,18 @@ func Topic(t testing.TB, partitions int) (brokers []string, topic string) {
 	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, topic)
 	require.NoError(t, err)
 	require.NoError(t, resp.Err)
-	return brokers, topic
+	return topic
+}
+
+// FakeTopic is [Topic] on an in-process kfake cluster whatever
+// FLOWHOST_KAFKA_BROKERS says, for tests that inject faults with the
+// cluster's Fault and Control.
+func FakeTopic(t testing.TB, partitions int) (c *kfake.Cluster, topic string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1)) // binds 127.0.0.1
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c, createTopic(t, c.ListenAddrs(), partitions)
 }
 
 const endHeader = "flowhost-test-end"
