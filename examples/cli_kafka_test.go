@@ -12,28 +12,41 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The Kafka tests through the binary run against a kfake cluster the test
-// starts in its own process on 127.0.0.1, or, when FLOWHOST_KAFKA_BROKERS
-// is set (host:port,host:port), against that cluster, in topics of their
-// own with unique names.
+// The Kafka tests through the binary run against a development broker
+// (`flowhost kafka serve`, a kfake cluster) the test starts in a process of
+// its own on 127.0.0.1, or, when FLOWHOST_KAFKA_BROKERS is set
+// (host:port,host:port), against that cluster, in topics of their own
+// with unique names.
 
 // kafkaTopic returns the brokers of a test cluster and a fresh topic of
 // partitions partitions on it.
 func kafkaTopic(t *testing.T, partitions int) (brokers []string, topic string) {
 	t.Helper()
+	brokers, _ = kafkaCluster(t, "")
 	topic = fmt.Sprintf("flowhost-cli-%d", time.Now().UnixNano())
+	createKafkaTopic(t, brokers, topic, partitions)
+	return brokers, topic
+}
+
+// kafkaCluster returns the brokers of the test cluster: those of
+// FLOWHOST_KAFKA_BROKERS when it is set (and a nil broker: the cluster is
+// not the test's), otherwise of a development broker the test starts in a
+// process of its own, persisted in dataDir when it is not empty.
+func kafkaCluster(t *testing.T, dataDir string) ([]string, *devBroker) {
+	t.Helper()
 	if env := os.Getenv("FLOWHOST_KAFKA_BROKERS"); env != "" {
-		brokers = strings.Split(env, ",")
-	} else {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1))
-		require.NoError(t, err)
-		t.Cleanup(c.Close)
-		brokers = c.ListenAddrs()
+		return strings.Split(env, ","), nil
 	}
+	b := startDevBroker(t, dataDir, "--ports", "0")
+	return b.addrs, b
+}
+
+// createKafkaTopic creates topic with partitions partitions.
+func createKafkaTopic(t *testing.T, brokers []string, topic string, partitions int) {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -42,7 +55,6 @@ func kafkaTopic(t *testing.T, partitions int) (brokers []string, topic string) {
 	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, topic)
 	require.NoError(t, err)
 	require.NoError(t, resp.Err)
-	return brokers, topic
 }
 
 // TestCLIKafkaSourceIsExactlyOnceAcrossKill9 produces records to a topic

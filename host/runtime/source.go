@@ -31,6 +31,10 @@ type sourceStream struct {
 	stream *stream
 	conn   Source
 
+	// storedWM is the watermarks last committed for the stream (reader
+	// goroutine only).
+	storedWM store.Watermarks
+
 	mu        sync.Mutex
 	cond      *sync.Cond
 	parts     []sourcePartition
@@ -240,6 +244,7 @@ func (src *sourceStream) recover() ([]byte, error) {
 	if w, ok, err := st.SourceWatermarks(name); err != nil {
 		return nil, err
 	} else if ok {
+		src.storedWM = w
 		src.eventWM.Resume(w.Event)
 		src.systemWM.Resume(w.System)
 		// Nothing reads yet: set the stream's floor without waking anyone.
@@ -613,6 +618,23 @@ func (src *sourceStream) read(work context.Context) error {
 			}
 			continue
 		}
+		if !ok && r.opts.store != nil {
+			// A group commits the watermarks published before it, so
+			// the last group's move is stored here, before waiting:
+			// otherwise a source that goes quiet (Kafka, HTTP) restarts
+			// with a watermark short of what it routed, and the timers
+			// that move would fire wait for records that may never come.
+			if wm := (store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value()}); wm != src.storedWM {
+				src.mu.Unlock()
+				b := r.opts.store.NewBatch()
+				b.SetSourceWatermarks(src.stream.name, wm)
+				if err := b.Commit(); err != nil {
+					return fmt.Errorf("source %q: committing its watermarks: %w", src.spec.Name, err)
+				}
+				src.storedWM = wm
+				continue
+			}
+		}
 		for !ok && !src.ingestEnd && work.Err() == nil {
 			src.gate.empty(src.gateIdx)
 			src.cond.Wait()
@@ -700,7 +722,8 @@ func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds [
 			b.SetRead(name, part, store.ReadPosition{Next: n, Tasks: src.parts[part].snd.tasks})
 		}
 		src.mu.Lock()
-		b.SetSourceWatermarks(name, store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value()})
+		src.storedWM = store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value()}
+		b.SetSourceWatermarks(name, src.storedWM)
 		src.mu.Unlock()
 		if err := r.metrics.commit("route", b); err != nil {
 			return fmt.Errorf("source %q: committing %d routed records: %w", src.spec.Name, len(group), err)

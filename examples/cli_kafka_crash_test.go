@@ -1,0 +1,441 @@
+// The Kafka crash tests: exactly-once from Kafka to Kafka through the real
+// binary, across kill -9 of flowhost and across a restart of the broker.
+//
+// The broker is `flowhost kafka serve` with a data directory, in a process
+// of its own, or the cluster FLOWHOST_KAFKA_BROKERS names (then the broker
+// restart test is skipped: the cluster is not the test's to restart). The
+// pipeline is crash-tally (examples/plugins/crash-tally: keyed state and
+// event-time timers) from a kafka source of 4 partitions to a kafka sink;
+// its output is read read_committed and compared with the model of
+// examples/internal/crashload and with an uncrashed run on the same input.
+//
+// FLOWHOST_CRASH_KILLS=N kills N times instead of 20 and
+// FLOWHOST_CRASH_SEED=S repeats a seed the test logged, as in
+// examples/crash_test.go.
+
+package examples_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flowhost/flowhost/examples/internal/crashload"
+)
+
+// kafkaCrashPartitions is the input topic's partition count.
+const kafkaCrashPartitions = 4
+
+// kafkaOutPartitions is the output topic's partition count.
+const kafkaOutPartitions = 2
+
+// kafkaWorkload is a crashload workload laid out on a Kafka topic: both
+// streams' records merged in event order, record i on partition i mod 4
+// (so event times never decrease within a partition), and then one flush
+// record per partition an hour of event time later, which moves every
+// partition's watermark past the workload's last window, so that every
+// window is emitted although a Kafka source never ends.
+type kafkaWorkload struct {
+	w        *crashload.Workload
+	records  []crashload.Record
+	expected map[crashload.Output]int
+}
+
+func newKafkaWorkload(messages int, seed uint64) *kafkaWorkload {
+	w := crashload.Generate(crashload.Config{Messages: messages, Keys: 500, Seed: seed})
+	k := &kafkaWorkload{w: w, expected: w.Expected()}
+	k.records = append(slices.Clone(w.Records[0]), w.Records[1]...)
+	slices.SortStableFunc(k.records, func(a, b crashload.Record) int { return cmp.Compare(a.Event, b.Event) })
+	flushAt := w.Config.Start.Add(w.Config.Span + time.Hour).UnixNano()
+	for p := range kafkaCrashPartitions {
+		r := crashload.Record{Event: flushAt, Write: flushAt,
+			Payload: crashload.Payload{Key: fmt.Sprintf("flush-%d", p), Seq: int64(p + 1), Stream: "flush"}}
+		k.records = append(k.records, r)
+		// The flush records' own windows stay open: only their msg
+		// records come out.
+		k.expected[crashload.Output{Kind: "msg", Stream: "flush", Seq: r.Payload.Seq, Key: r.Payload.Key}]++
+	}
+	return k
+}
+
+// outputs is the number of records the pipeline must produce.
+func (k *kafkaWorkload) outputs() int {
+	n := 0
+	for _, c := range k.expected {
+		n += c
+	}
+	return n
+}
+
+// produce writes the workload to topic: the value is the payload with the
+// event time added as ts (nanoseconds), the Kafka timestamp the event time.
+func (k *kafkaWorkload) produce(t *testing.T, brokers []string, topic string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
+	require.NoError(t, err)
+	defer cl.Close()
+	type value struct {
+		crashload.Payload
+		TS int64 `json:"ts"`
+	}
+	recs := make([]*kgo.Record, len(k.records))
+	for i, r := range k.records {
+		v, err := json.Marshal(value{r.Payload, r.Event})
+		require.NoError(t, err)
+		p := int32(i % kafkaCrashPartitions)
+		if r.Payload.Stream == "flush" {
+			p = int32(r.Payload.Seq - 1)
+		}
+		recs[i] = &kgo.Record{Partition: p, Value: v, Timestamp: time.Unix(0, r.Event)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), exitDeadline)
+	defer cancel()
+	require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
+}
+
+// kafkaRun is one pipeline run: a spec, a data directory and an output
+// topic, run by lives (starts of the binary) on them.
+type kafkaRun struct {
+	name    string
+	dir     string
+	spec    string
+	dataDir string
+	brokers []string
+	out     string
+	watch   *outputWatch
+	lives   int
+}
+
+// newKafkaRun writes the pipeline of a run from topic in to a new topic of
+// its own. delivery is the sink's delivery field, or "" for the default.
+func newKafkaRun(t *testing.T, work, name string, brokers []string, in, delivery string) *kafkaRun {
+	t.Helper()
+	dir := filepath.Join(work, name)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	r := &kafkaRun{name: name, dir: dir, spec: filepath.Join(dir, "pipeline.yaml"), dataDir: filepath.Join(dir, "data"),
+		brokers: brokers, out: in + "-" + name}
+	createKafkaTopic(t, brokers, r.out, kafkaOutPartitions)
+	var deliveryField string
+	if delivery != "" {
+		deliveryField = ", delivery: " + delivery
+	}
+	quoted, err := json.Marshal(brokers)
+	require.NoError(t, err)
+	spec := fmt.Sprintf(`# The Kafka crash test's pipeline (examples/cli_kafka_crash_test.go).
+name: kafka-crash-%[1]s
+sources:
+  - name: in
+    type: kafka
+    stream: a
+    partitions: %[2]d
+    kafka: {brokers: %[3]s, topic: %[4]s, event_time: {field: ts, format: unix_ns}}
+    # max_ratio 0: no partition is left out of the watermark as idle, which
+    # could make records late (package crashload's documentation).
+    watermark: {out_of_orderness_bound: %[5]s, idle_partitions: {max_ratio: 0}}
+computations:
+  - name: tally
+    plugin: crash-tally
+    kind: transform
+    partitions: 2
+    group_by: [key]
+    input_streams: [a]
+    output_streams: [tally]
+    parameters: {window: 10s}
+sinks:
+  - {name: out, type: kafka, streams: [tally], format: payload, kafka: {brokers: %[3]s, topic: %[6]s%[7]s}}
+dead_letter: {type: file, file: {path: dead-letter.jsonl}}
+`, name, kafkaCrashPartitions, quoted, in, crashload.OutOfOrdernessBound, r.out, deliveryField)
+	require.NoError(t, os.WriteFile(r.spec, []byte(spec), 0o644))
+	r.watch = watchOutput(t, brokers, r.out)
+	return r
+}
+
+func (r *kafkaRun) start(t *testing.T) *liveRun {
+	t.Helper()
+	r.lives++
+	return startFlowhost(t, "run", "-f", r.spec, "--plugins", env.plugins, "--data-dir", r.dataDir,
+		"--metrics-addr", "", "--cache-dir", env.cache)
+}
+
+// complete starts a life, waits until the output holds want records and
+// stops it with SIGTERM: it must exit 0. It returns how long the outputs
+// took and how long until the first one came.
+func (r *kafkaRun) complete(t *testing.T, want int) (duration, firstOutput time.Duration) {
+	t.Helper()
+	before := r.watch.count()
+	l := r.start(t)
+	started := time.Now()
+	l.waitFor(t, fmt.Sprintf("%s: %d records in the output (life %d)", r.name, want, r.lives), func() bool {
+		n := r.watch.count()
+		if firstOutput == 0 && n > before {
+			firstOutput = time.Since(started)
+		}
+		return n >= want
+	})
+	duration = time.Since(started)
+	require.NoError(t, l.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, l.waitExit(t), "%s: life %d; stderr:\n%s", r.name, r.lives, l.log())
+	requireNoPanicIn(t, r.name, l)
+	dead, err := os.ReadFile(filepath.Join(r.dir, "dead-letter.jsonl"))
+	if !errors.Is(err, os.ErrNotExist) {
+		require.NoError(t, err)
+		require.Empty(t, string(dead), "%s: records reached the dead letter", r.name)
+	}
+	return duration, firstOutput
+}
+
+// kafkaKill is when to kill a life: delay after its start when early,
+// otherwise delay after the output, grown by the life, holds outputs
+// records.
+type kafkaKill struct {
+	early   bool
+	outputs int
+	delay   time.Duration
+}
+
+func (m kafkaKill) String() string {
+	if m.early {
+		return fmt.Sprintf("early, %v after start", m.delay.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%v after %d outputs", m.delay.Round(time.Millisecond), m.outputs)
+}
+
+// drawKafkaKill draws kill number kill (from 1) of kills as
+// calibration.draw does for the file crash test: one in five early (while
+// the plugin loads and the store recovers), the others at output counts
+// stratified over the first 90% of the reference's outputs, each a random
+// delay after the count is reached.
+func drawKafkaKill(rng *rand.Rand, kill, kills, outputs int, duration, firstOutput time.Duration) kafkaKill {
+	if rng.IntN(5) == 0 {
+		return kafkaKill{early: true, delay: randomDuration(rng, firstOutput)}
+	}
+	share := (float64(kill-1) + rng.Float64()) / float64(kills)
+	return kafkaKill{outputs: int(0.9 * share * float64(outputs)), delay: randomDuration(rng, duration/time.Duration(2*kills))}
+}
+
+// killOnce starts a life and kills it with SIGKILL at moment m.
+func (r *kafkaRun) killOnce(t *testing.T, m kafkaKill, kill, kills int) {
+	t.Helper()
+	before := r.watch.count()
+	l := r.start(t)
+	started := time.Now()
+	if !m.early {
+		l.waitFor(t, fmt.Sprintf("%s: life %d grown the output to %d records", r.name, r.lives, m.outputs), func() bool {
+			n := r.watch.count()
+			return n > before && n >= m.outputs
+		})
+	}
+	select {
+	case <-l.exited:
+		t.Fatalf("%s: life %d exited before kill %d/%d (%v): %v\nstderr:\n%s", r.name, r.lives, kill, kills, m, l.err, l.log())
+	case <-time.After(m.delay):
+	}
+	require.NoError(t, l.cmd.Process.Kill())
+	<-l.exited
+	requireNoPanicIn(t, r.name, l)
+	t.Logf("kill %d/%d (%v): %v after start, %d outputs", kill, kills, m, time.Since(started).Round(time.Millisecond), r.watch.count())
+}
+
+func requireNoPanicIn(t *testing.T, name string, l *liveRun) {
+	t.Helper()
+	if strings.Contains(l.log(), "panic") {
+		t.Fatalf("%s: stderr mentions a panic:\n%s", name, l.log())
+	}
+}
+
+// outputWatch counts, while a run goes on, the records a read_committed
+// consumer sees in an output topic: the kill moments and the end of a
+// life are measured on it.
+type outputWatch struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (w *outputWatch) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
+}
+
+func watchOutput(t *testing.T, brokers []string, topic string) *outputWatch {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	w := &outputWatch{}
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			n := 0
+			cl.PollFetches(ctx).EachRecord(func(*kgo.Record) { n++ })
+			w.mu.Lock()
+			w.n += n
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		cl.Close()
+	})
+	return w
+}
+
+// sentinelHeader marks the record readKafkaOutput appends to each
+// partition of an output topic once the run is stopped.
+const sentinelHeader = "flowhost-test-sentinel"
+
+// readKafkaOutput reads the whole of an output topic read_committed, once
+// every run writing it has stopped: it appends a sentinel record to each
+// partition and reads until it has seen every sentinel, so that nothing
+// committed before is left unread, whatever transaction markers lie in
+// between. Every record must be a crash-tally output; message ids are
+// collected from the flowhost-message-id headers.
+func readKafkaOutput(t *testing.T, brokers []string, topic string) sinkOutputs {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), exitDeadline)
+	defer cancel()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer producer.Close()
+	for p := range kafkaOutPartitions {
+		require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Partition: int32(p),
+			Headers: []kgo.RecordHeader{{Key: sentinelHeader, Value: []byte("1")}}}).FirstErr())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	out := sinkOutputs{outputs: map[crashload.Output]int{}, sharedIDs: map[string][]int{}}
+	lineOf := map[string]int{}
+	sentinels := map[int32]bool{}
+	line := 0
+	for len(sentinels) < kafkaOutPartitions {
+		fetches := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "reading %s: %d of %d sentinels seen", topic, len(sentinels), kafkaOutPartitions)
+		fetches.EachError(func(tp string, p int32, err error) { t.Logf("reading %s/%d: %v", tp, p, err) })
+		fetches.EachRecord(func(r *kgo.Record) {
+			var id string
+			for _, h := range r.Headers {
+				switch h.Key {
+				case sentinelHeader:
+					sentinels[r.Partition] = true
+					return
+				case "flowhost-message-id":
+					id = string(h.Value)
+				}
+			}
+			o, err := crashload.ParseOutput(r.Value)
+			require.NoError(t, err, "%s/%d@%d", r.Topic, r.Partition, r.Offset)
+			out.outputs[o]++
+			line++
+			if first, shared := lineOf[id]; shared {
+				if len(out.sharedIDs[id]) == 0 {
+					out.sharedIDs[id] = []int{first}
+				}
+				out.sharedIDs[id] = append(out.sharedIDs[id], line)
+			}
+			lineOf[id] = line
+		})
+	}
+	return out
+}
+
+// TestCLIKafkaCrashIsExactlyOnce runs crash-tally from a kafka source of 4
+// partitions (100,000 records) to a kafka sink, once without a crash, as
+// the reference, and once killed with SIGKILL 20 times at random moments
+// (while the plugin loads and the store recovers, and at output counts
+// spread over the run) and restarted on the same data directory until it
+// completes. The broker runs in a process of its own throughout. Then the
+// crash run's output, read read_committed, must hold exactly the model's
+// outputs and the reference run's: no msg record missing or doubled (an
+// input lost or processed twice, or a transaction replayed), the same
+// window records (state and timers neither lost nor applied twice), and
+// every record a message id of its own.
+func TestCLIKafkaCrashIsExactlyOnce(t *testing.T) {
+	kills := envInt(t, "FLOWHOST_CRASH_KILLS", defaultCrashKills)
+	seed := uint64(envInt(t, "FLOWHOST_CRASH_SEED", 1+rand.IntN(1e9)))
+	t.Logf("seed %d (FLOWHOST_CRASH_SEED=%d repeats it), %d kills (FLOWHOST_CRASH_KILLS)", seed, seed, kills)
+	work := t.TempDir()
+	brokers, _ := kafkaCluster(t, filepath.Join(work, "broker"))
+	in := fmt.Sprintf("flowhost-crash-%d", time.Now().UnixNano())
+	createKafkaTopic(t, brokers, in, kafkaCrashPartitions)
+	w := newKafkaWorkload(100_000, seed)
+	w.produce(t, brokers, in)
+	total := w.outputs()
+
+	ref := newKafkaRun(t, work, "reference", brokers, in, "")
+	duration, firstOutput := ref.complete(t, total)
+	refOut := readKafkaOutput(t, brokers, ref.out)
+	if !checkOutputs(t, "reference run against the model", w.expected, refOut) || !checkOwnIDs(t, "reference run", refOut) {
+		t.FailNow()
+	}
+	t.Logf("reference run: %v, first output after %v, %d outputs", duration.Round(time.Millisecond), firstOutput.Round(time.Millisecond), total)
+
+	crash := newKafkaRun(t, work, "crash", brokers, in, "")
+	crashStart := time.Now()
+	rng := rand.New(rand.NewPCG(seed, 0x6b61666b))
+	for kill := 1; kill <= kills; kill++ {
+		crash.killOnce(t, drawKafkaKill(rng, kill, kills, total, duration, firstOutput), kill, kills)
+	}
+	crash.complete(t, total)
+	t.Logf("crash run: %d kills, %d lives, %v", kills, crash.lives, time.Since(crashStart).Round(time.Millisecond))
+	crashOut := readKafkaOutput(t, brokers, crash.out)
+	checkOutputs(t, "crash run against the model", w.expected, crashOut)
+	checkOutputs(t, "crash run against the reference run", refOut.outputs, crashOut)
+	checkOwnIDs(t, "crash run", crashOut)
+}
+
+// TestCLIKafkaBrokerRestart stops the broker process in the middle of a
+// run, once a third of the outputs are out, and starts it again on its
+// data directory and ports: flowhost retries meanwhile, and the run
+// completes with every output exactly once.
+func TestCLIKafkaBrokerRestart(t *testing.T) {
+	if os.Getenv("FLOWHOST_KAFKA_BROKERS") != "" {
+		t.Skip("FLOWHOST_KAFKA_BROKERS is set: the broker restart test restarts a broker it started itself, and the cluster named there is not the test's to restart")
+	}
+	seed := uint64(envInt(t, "FLOWHOST_CRASH_SEED", 1+rand.IntN(1e9)))
+	t.Logf("seed %d (FLOWHOST_CRASH_SEED=%d repeats it)", seed, seed)
+	work := t.TempDir()
+	brokers, broker := kafkaCluster(t, filepath.Join(work, "broker"))
+	in := fmt.Sprintf("flowhost-restart-%d", time.Now().UnixNano())
+	createKafkaTopic(t, brokers, in, kafkaCrashPartitions)
+	w := newKafkaWorkload(50_000, seed)
+	w.produce(t, brokers, in)
+	total := w.outputs()
+
+	r := newKafkaRun(t, work, "restart", brokers, in, "")
+	l := r.start(t)
+	l.waitFor(t, "a third of the outputs before the broker restart", func() bool { return r.watch.count() >= total/3 })
+	stopped := time.Now()
+	broker.restart(t)
+	restarted, atRestart := time.Now(), r.watch.count()
+	t.Logf("broker stopped after %d of %d outputs, serving again %v later", atRestart, total, restarted.Sub(stopped).Round(time.Millisecond))
+	l.waitFor(t, "outputs after the broker restart", func() bool { return r.watch.count() > atRestart })
+	t.Logf("outputs again %v after the broker came back", time.Since(restarted).Round(time.Millisecond))
+	l.waitFor(t, fmt.Sprintf("%d outputs after the broker restart", total), func() bool { return r.watch.count() >= total })
+	require.NoError(t, l.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, l.waitExit(t), "stderr:\n%s", l.log())
+	requireNoPanicIn(t, r.name, l)
+	out := readKafkaOutput(t, brokers, r.out)
+	checkOutputs(t, "run across a broker restart against the model", w.expected, out)
+	checkOwnIDs(t, "run across a broker restart", out)
+}

@@ -1,0 +1,100 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flowhost/flowhost/host/compute"
+	"github.com/flowhost/flowhost/host/connect"
+	"github.com/flowhost/flowhost/host/runtime"
+	"github.com/flowhost/flowhost/host/store"
+)
+
+// quietSource emits its records, then stays open without emitting more,
+// as a Kafka source does once it has read its topic.
+type quietSource struct{ events []int64 }
+
+func (s quietSource) Run(ctx context.Context, emit func(connect.Record) error) error {
+	for i, ev := range s.events {
+		if err := emit(record(i%2, ev, ev, fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestQuietSourceStoresItsLastWatermark: once a source that does not end
+// has had its records routed and goes quiet, the store holds the
+// watermark those records moved the stream to, not the one before the
+// last group of them. A restart otherwise begins with the watermark short
+// of what was routed, and with no record coming to raise it, the timers
+// between the two wait (the Kafka crash test through the binary found
+// this: a restart after the whole topic was read stalled at every window).
+func TestQuietSourceStoresItsLastWatermark(t *testing.T) {
+	for _, n := range []int{2, 10, 1000} {
+		t.Run(fmt.Sprintf("records=%d", n), func(t *testing.T) {
+			p := mustSpec(t, `
+name: quiet
+sources:
+  - name: in
+    type: generator
+    stream: events
+    partitions: 2
+    generator: {count: 1}
+    watermark: {out_of_orderness_bound: 1s, idle_partitions: {duration: 0s}}
+computations:
+  - {name: ident, plugin: identity, kind: map, input_streams: [events], output_streams: [out]}
+sinks:
+  - {name: sink, type: stdout, streams: [out]}
+`)
+			base := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+			events := make([]int64, n)
+			for i := range events {
+				events[i] = base + int64(i)*int64(time.Millisecond)
+			}
+			// The older of the two partitions' newest records, less the
+			// bound.
+			want := events[n-2] - int64(time.Second)
+			st, err := store.Open(t.TempDir(), store.Options{})
+			require.NoError(t, err)
+			defer st.Close()
+			sink := &failingSink{}
+			rt, err := runtime.New(p, map[string]compute.Factory{"ident": compute.Native(identity)},
+				runtime.WithSource("in", quietSource{events}), runtime.WithSink("sink", sink), runtime.WithStore(st))
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan error, 1)
+			go func() { ran <- rt.Run(ctx) }()
+			deadline := time.Now().Add(30 * time.Second)
+			var got store.Watermarks
+			for {
+				sink.mu.Lock()
+				out := len(sink.kept)
+				sink.mu.Unlock()
+				var ok bool
+				got, ok, err = st.SourceWatermarks("events")
+				require.NoError(t, err)
+				if out == n && ok && got.Event == want {
+					break
+				}
+				if time.Now().After(deadline) {
+					cancel()
+					<-ran
+					t.Fatalf("after 30s: %d of %d records out, stored event watermark %d (found %v), want %d", out, n, got.Event, ok, want)
+				}
+				select {
+				case err := <-ran:
+					t.Fatalf("the run ended: %v", err)
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			cancel()
+			<-ran
+		})
+	}
+}
