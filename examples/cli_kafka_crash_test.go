@@ -180,6 +180,7 @@ func (r *kafkaRun) complete(t *testing.T, want int) (duration, firstOutput time.
 	before := r.watch.count()
 	l := r.start(t)
 	started := time.Now()
+	defer dumpIfStuck(l)()
 	l.waitFor(t, fmt.Sprintf("%s: %d records in the output (life %d)", r.name, want, r.lives), func() bool {
 		n := r.watch.count()
 		if firstOutput == 0 && n > before {
@@ -235,6 +236,7 @@ func (r *kafkaRun) killOnce(t *testing.T, m kafkaKill, kill, kills int) {
 	l := r.start(t)
 	started := time.Now()
 	if !m.early {
+		defer dumpIfStuck(l)()
 		l.waitFor(t, fmt.Sprintf("%s: life %d grown the output to %d records", r.name, r.lives, m.outputs), func() bool {
 			n := r.watch.count()
 			return n > before && n >= m.outputs
@@ -249,6 +251,14 @@ func (r *kafkaRun) killOnce(t *testing.T, m kafkaKill, kill, kills int) {
 	<-l.exited
 	requireNoPanicIn(t, r.name, l)
 	t.Logf("kill %d/%d (%v): %v after start, %d outputs", kill, kills, m, time.Since(started).Round(time.Millisecond), r.watch.count())
+}
+
+// dumpIfStuck sends SIGQUIT to a life that is still waited for shortly
+// before waitFor's deadline, so that the failure shows its goroutines
+// (on stderr) and not only that it stalled. The returned function stops it.
+func dumpIfStuck(l *liveRun) (stop func()) {
+	timer := time.AfterFunc(exitDeadline-10*time.Second, func() { _ = l.cmd.Process.Signal(syscall.SIGQUIT) })
+	return func() { timer.Stop() }
 }
 
 func requireNoPanicIn(t *testing.T, name string, l *liveRun) {
