@@ -357,13 +357,7 @@ func readKafkaOutput(t *testing.T, brokers []string, topic string) sinkOutputs {
 			require.NoError(t, err, "%s/%d@%d", r.Topic, r.Partition, r.Offset)
 			out.outputs[o]++
 			line++
-			if first, shared := lineOf[id]; shared {
-				if len(out.sharedIDs[id]) == 0 {
-					out.sharedIDs[id] = []int{first}
-				}
-				out.sharedIDs[id] = append(out.sharedIDs[id], line)
-			}
-			lineOf[id] = line
+			out.noteID(lineOf, id, line)
 		})
 	}
 	return out

@@ -409,6 +409,19 @@ type sinkOutputs struct {
 	sharedIDs map[string][]int
 }
 
+// noteID records that line carries message id, lineOf holding the line
+// each id was first seen on: an id on a second line is a shared one.
+func (s *sinkOutputs) noteID(lineOf map[string]int, id string, line int) {
+	if first, shared := lineOf[id]; shared {
+		if len(s.sharedIDs[id]) == 0 {
+			s.sharedIDs[id] = []int{first}
+		}
+		s.sharedIDs[id] = append(s.sharedIDs[id], line)
+		return
+	}
+	lineOf[id] = line
+}
+
 // parseSink decodes a file sink's contents; every line must be a whole
 // record on the tally stream. It decodes as many pieces at once as there
 // are cores: under the race detector, encoding/json takes a quarter of a
@@ -432,13 +445,7 @@ func parseSink(t *testing.T, data []byte) sinkOutputs {
 		}
 		for _, id := range d.ids {
 			line++
-			if first, shared := lineOf[id]; shared {
-				if len(s.sharedIDs[id]) == 0 {
-					s.sharedIDs[id] = []int{first}
-				}
-				s.sharedIDs[id] = append(s.sharedIDs[id], line)
-			}
-			lineOf[id] = line
+			s.noteID(lineOf, id, line)
 		}
 	}
 	return s
