@@ -400,6 +400,19 @@ func (w *SourceWatermark) Resume(published int64) {
 	w.published = max(w.published, published)
 }
 
+// MaxRead returns the largest EventTimestamp read from partition
+// (Flow's MaxTs), NoWatermark before the first read.
+func (w *SourceWatermark) MaxRead(partition int) int64 { return w.parts[partition].maxRead }
+
+// ResumePartition raises partition's MaxTs to maxRead, the value persisted
+// before a restart. Without it a partition that has nothing left to read
+// after a restart would have no watermark, and hold the source's minimum
+// back until it turned idle, although everything it held was read before.
+func (w *SourceWatermark) ResumePartition(partition int, maxRead int64) {
+	p := &w.parts[partition]
+	p.maxRead = max(p.maxRead, maxRead)
+}
+
 // StreamWatermark is the watermark of a stream fed by other streams or by
 // source partitions (its inputs): the minimum over the inputs' watermarks,
 // lowered to the smallest timestamp still in flight on the stream

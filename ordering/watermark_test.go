@@ -233,6 +233,26 @@ func TestSourceWatermarkAccessors(t *testing.T) {
 	require.Equal(t, int64(150), w.Value(), "Resume never lowers")
 }
 
+// TestSourceWatermarkResumePartition: a partition resumed with its MaxTs
+// counts with it, bound applied, as if its records had been read; the
+// value only rises.
+func TestSourceWatermarkResumePartition(t *testing.T) {
+	w, err := NewSourceWatermark(2, wmConfig(10, 0, 0), 0)
+	require.NoError(t, err)
+	require.Equal(t, NoWatermark, w.MaxRead(0))
+	w.ResumePartition(0, 500)
+	require.Equal(t, int64(500), w.MaxRead(0))
+	require.Equal(t, NoWatermark, w.Watermark(0), "partition 1 has none yet")
+	w.Appended(1, 300, 0)
+	w.Read(1, 300, 0)
+	require.Equal(t, int64(290), w.Watermark(0), "the minimum is partition 1's")
+	w.Appended(1, 800, 0)
+	w.Read(1, 800, 0)
+	require.Equal(t, int64(490), w.Watermark(0), "the minimum is the resumed partition's")
+	w.ResumePartition(0, 100)
+	require.Equal(t, int64(500), w.MaxRead(0), "ResumePartition never lowers")
+}
+
 func TestWatermarkConfigValidate(t *testing.T) {
 	cases := []struct {
 		name string

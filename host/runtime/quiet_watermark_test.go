@@ -98,3 +98,97 @@ sinks:
 		})
 	}
 }
+
+// partitionedQuietSource emits its records to the partitions given, then
+// stays open without emitting more.
+type partitionedQuietSource struct {
+	parts  []int
+	events []int64
+}
+
+func (s partitionedQuietSource) Run(ctx context.Context, emit func(connect.Record) error) error {
+	for i, ev := range s.events {
+		if err := emit(record(s.parts[i], ev, ev, fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestRestartedSourcePartitionWithNothingLeftKeepsItsWatermark: a
+// partition whose records were all routed before a restart, and which
+// gets none after it, still counts with the largest EventTimestamp it
+// had, so the other partitions' new records move the watermark at once.
+// Before, such a partition had no watermark after the restart and held
+// the minimum back until it turned idle (never, with idleness off; a
+// minute in the Kafka crash test through the binary, which found this:
+// a restart with two of four Kafka partitions read to their end stalled
+// every window for the idle timeout).
+func TestRestartedSourcePartitionWithNothingLeftKeepsItsWatermark(t *testing.T) {
+	p := mustSpec(t, `
+name: resumed
+sources:
+  - name: in
+    type: generator
+    stream: events
+    partitions: 2
+    generator: {count: 1}
+    watermark: {out_of_orderness_bound: 1s, idle_partitions: {duration: 0s}}
+computations:
+  - {name: ident, plugin: identity, kind: map, input_streams: [events], output_streams: [out]}
+sinks:
+  - {name: sink, type: stdout, streams: [out]}
+`)
+	sec := int64(time.Second)
+	base := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	dir := t.TempDir()
+	// life runs the pipeline on dir until the stored event watermark is
+	// want and every record of src is out.
+	life := func(name string, src partitionedQuietSource, want int64) {
+		t.Helper()
+		st, err := store.Open(dir, store.Options{})
+		require.NoError(t, err)
+		defer st.Close()
+		sink := &failingSink{}
+		rt, err := runtime.New(p, map[string]compute.Factory{"ident": compute.Native(identity)},
+			runtime.WithSource("in", src), runtime.WithSink("sink", sink), runtime.WithStore(st))
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ran := make(chan error, 1)
+		go func() { ran <- rt.Run(ctx) }()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			sink.mu.Lock()
+			out := len(sink.kept)
+			sink.mu.Unlock()
+			got, ok, err := st.SourceWatermarks("events")
+			require.NoError(t, err)
+			if out == len(src.events) && ok && got.Event == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				cancel()
+				<-ran
+				t.Fatalf("%s, after 30s: %d of %d records out, stored event watermark %d (found %v), want %d",
+					name, out, len(src.events), got.Event-base, ok, want-base)
+			}
+			select {
+			case err := <-ran:
+				t.Fatalf("%s: the run ended: %v", name, err)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		cancel()
+		<-ran
+	}
+	// Partition 0 is read to its end (10s) in the first life; partition 1
+	// only to 1s.
+	life("first life", partitionedQuietSource{parts: []int{0, 1, 0, 1}, events: []int64{base, base + sec, base + 10*sec, base + sec}},
+		base+sec-sec)
+	// The second brings only partition 1's records up to 5s: the minimum
+	// is theirs, since partition 0 stands at 10s.
+	life("second life", partitionedQuietSource{parts: []int{1, 1}, events: []int64{base + 2*sec, base + 4*sec}},
+		base+4*sec-sec)
+}

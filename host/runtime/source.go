@@ -246,6 +246,11 @@ func (src *sourceStream) recover() ([]byte, error) {
 	} else if ok {
 		src.storedWM = w
 		src.eventWM.Resume(w.Event)
+		for i, maxRead := range w.Partitions {
+			if i < len(src.parts) {
+				src.eventWM.ResumePartition(i, maxRead)
+			}
+		}
 		src.systemWM.Resume(w.System)
 		// Nothing reads yet: set the stream's floor without waking anyone.
 		raiseTo(&src.stream.eventWM, w.Event)
@@ -624,7 +629,7 @@ func (src *sourceStream) read(work context.Context) error {
 			// otherwise a source that goes quiet (Kafka, HTTP) restarts
 			// with a watermark short of what it routed, and the timers
 			// that move would fire wait for records that may never come.
-			if wm := (store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value()}); wm != src.storedWM {
+			if wm := src.watermarksToStoreLocked(nil); !wm.Equal(src.storedWM) {
 				src.mu.Unlock()
 				b := r.opts.store.NewBatch()
 				b.SetSourceWatermarks(src.stream.name, wm)
@@ -646,7 +651,7 @@ func (src *sourceStream) read(work context.Context) error {
 		}
 		if !ok { // ingest ended and everything was read
 			end := src.endOfData
-			wm := store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value()}
+			wm := src.watermarksToStoreLocked(nil)
 			// No idle check after this: a finished stream is never idle.
 			src.readEnd = true
 			src.idleTimer.Stop()
@@ -703,6 +708,22 @@ func (src *sourceStream) read(work context.Context) error {
 	}
 }
 
+// watermarksToStoreLocked is what the store keeps of the source's
+// watermarks once group (routed, not yet read by the watermark) commits:
+// the published values and each partition's largest EventTimestamp
+// routed, group included, since a restart does not read those records
+// again. Called with src.mu held.
+func (src *sourceStream) watermarksToStoreLocked(group []routed) store.Watermarks {
+	w := store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value(), Partitions: make([]int64, len(src.parts))}
+	for i := range w.Partitions {
+		w.Partitions[i] = src.eventWM.MaxRead(i)
+	}
+	for _, g := range group {
+		w.Partitions[g.part] = max(w.Partitions[g.part], g.m.Time.Event)
+	}
+	return w
+}
+
 // deliverGroup commits a group of routed records (with a store), hands
 // them over and then publishes the watermarks they allow.
 func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds []delivery) error {
@@ -722,7 +743,7 @@ func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds [
 			b.SetRead(name, part, store.ReadPosition{Next: n, Tasks: src.parts[part].snd.tasks})
 		}
 		src.mu.Lock()
-		src.storedWM = store.Watermarks{Event: src.eventWM.Value(), System: src.systemWM.Value()}
+		src.storedWM = src.watermarksToStoreLocked(group)
 		b.SetSourceWatermarks(name, src.storedWM)
 		src.mu.Unlock()
 		if err := r.metrics.commit("route", b); err != nil {

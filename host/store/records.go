@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -39,6 +40,16 @@ func (d Dest) kind() string {
 type Watermarks struct {
 	Event  int64 `cbor:"1,keyasint"`
 	System int64 `cbor:"2,keyasint"`
+	// Partitions holds, per source partition, the largest EventTimestamp
+	// routed (ordering.NoWatermark for none): a restarted source's
+	// partitions start from it, so one with nothing left to read does not
+	// hold the watermark back. Stores written before it have none.
+	Partitions []int64 `cbor:"3,keyasint,omitempty"`
+}
+
+// Equal reports whether w and o hold the same watermarks.
+func (w Watermarks) Equal(o Watermarks) bool {
+	return w.Event == o.Event && w.System == o.System && slices.Equal(w.Partitions, o.Partitions)
 }
 
 // IngestPosition is what a source partition has appended.
