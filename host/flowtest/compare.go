@@ -146,7 +146,7 @@ type Difference struct {
 	PerKey bool
 	Index  int
 	Want   *Expected
-	Got   *Expected
+	Got    *Expected
 }
 
 // String says where the difference is, with both lines.

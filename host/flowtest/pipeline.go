@@ -196,4 +196,3 @@ func loadFactories(ctx context.Context, p *spec.Pipeline, native map[string]comp
 	}
 	return factories, func() { loaded.Close(context.WithoutCancel(ctx)) }, nil
 }
-
