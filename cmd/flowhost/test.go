@@ -14,9 +14,9 @@ import (
 
 func newTest() *cobra.Command {
 	var (
-		specPath, compare, cacheDir string
-		pluginDirs, inputs, expects []string
-		update, verbose             bool
+		specPath, compare, cacheDir, keyField string
+		pluginDirs, inputs, expects           []string
+		update, verbose                       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "test -f PIPELINE.yaml --plugins DIR --input SOURCE=FILE... --expect STREAM=FILE...",
@@ -34,7 +34,9 @@ object a line with key, event_ts and payload (a file sink's json lines
 work too: their other fields, which depend on the wall clock, are ignored).
 --compare exact (the default) wants the same lines in the same order;
 --compare per-key wants each key's lines in order, however the keys
-interleave. A difference prints which line, expected and got, and exits 1.
+interleave; a line's key is its record key, or with --key-field F the
+value of the payload's top-level field F (for outputs that carry their
+key in the payload). A difference prints which line, expected and got, and exits 1.
 --update writes the outputs into the expectation files instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -69,7 +71,7 @@ interleave. A difference prints which line, expected and got, and exits 1.
 			for _, l := range res.DeadLetters {
 				fmt.Fprintf(out, "dead letter: %s\n", l)
 			}
-			return flowtest.Check(out, res.Outputs, want, mode, update)
+			return flowtest.Check(out, res.Outputs, want, mode, keyField, update)
 		},
 	}
 	f := cmd.Flags()
@@ -78,6 +80,7 @@ interleave. A difference prints which line, expected and got, and exits 1.
 	f.StringArrayVar(&inputs, "input", nil, "SOURCE=FILE: the source (or stream) reads FILE instead (repeatable)")
 	f.StringArrayVar(&expects, "expect", nil, "STREAM=FILE: the outputs the stream must have (repeatable)")
 	f.StringVar(&compare, "compare", string(flowtest.Exact), "exact or per-key")
+	f.StringVar(&keyField, "key-field", "", "per-key: group by this top-level payload field instead of the record key")
 	f.BoolVar(&update, "update", false, "write the outputs into the --expect files instead of comparing")
 	f.StringVar(&cacheDir, "cache-dir", "", "compilation cache (default: none)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the run at debug level on stderr")

@@ -175,8 +175,11 @@ func (d Difference) String() string {
 }
 
 // Compare compares the outputs of stream with its expectation in mode and
-// returns every difference, in the expectation's order.
-func Compare(stream string, want []Expected, got []connect.SinkRecord, mode Mode) []Difference {
+// returns every difference, in the expectation's order. In per-key mode a
+// line's key is its record key, or with keyField the JSON text of that
+// top-level field of its payload (for computations whose outputs carry
+// their key in the payload and no record key).
+func Compare(stream string, want []Expected, got []connect.SinkRecord, mode Mode, keyField string) []Difference {
 	g := ExpectedOf(got)
 	if mode != PerKey {
 		return compareSeq(stream, "", false, want, g)
@@ -184,24 +187,42 @@ func Compare(stream string, want []Expected, got []connect.SinkRecord, mode Mode
 	var keys []string
 	wantBy, gotBy := map[string][]Expected{}, map[string][]Expected{}
 	for _, e := range want {
-		if _, ok := wantBy[e.Key]; !ok {
-			keys = append(keys, e.Key)
+		k := groupKey(e, keyField)
+		if _, ok := wantBy[k]; !ok {
+			keys = append(keys, k)
 		}
-		wantBy[e.Key] = append(wantBy[e.Key], e)
+		wantBy[k] = append(wantBy[k], e)
 	}
 	for _, e := range g {
-		if _, ok := wantBy[e.Key]; !ok {
-			if _, ok := gotBy[e.Key]; !ok {
-				keys = append(keys, e.Key)
+		k := groupKey(e, keyField)
+		if _, ok := wantBy[k]; !ok {
+			if _, ok := gotBy[k]; !ok {
+				keys = append(keys, k)
 			}
 		}
-		gotBy[e.Key] = append(gotBy[e.Key], e)
+		gotBy[k] = append(gotBy[k], e)
 	}
 	var out []Difference
 	for _, k := range keys {
 		out = append(out, compareSeq(stream, k, true, wantBy[k], gotBy[k])...)
 	}
 	return out
+}
+
+// groupKey is the key e is compared under in per-key mode.
+func groupKey(e Expected, field string) string {
+	if field == "" {
+		return e.Key
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(e.Payload, &obj) != nil {
+		return "(payload not an object)"
+	}
+	v, ok := obj[field]
+	if !ok {
+		return "(no field " + field + ")"
+	}
+	return string(compact(v))
 }
 
 func compareSeq(stream, key string, perKey bool, want, got []Expected) []Difference {
@@ -261,10 +282,10 @@ const maxShown = 20
 // Check compares each stream named in expect (stream -> expectation file)
 // with its outputs in mode and writes a report to w: "ok" per stream that
 // matches, otherwise every difference (at most 20 per stream, then how
-// many more). With update it writes the outputs into the files instead.
+// many more); keyField is as for [Compare]. With update it writes the outputs into the files instead.
 // It fails with an error wrapping [ErrDifferent] when a stream differs,
 // and names the streams there are when expect names another.
-func Check(w io.Writer, outputs map[string][]connect.SinkRecord, expect map[string]string, mode Mode, update bool) error {
+func Check(w io.Writer, outputs map[string][]connect.SinkRecord, expect map[string]string, mode Mode, keyField string, update bool) error {
 	streams := slices.Sorted(maps.Keys(expect))
 	var unknown []string
 	for _, s := range streams {
@@ -290,7 +311,7 @@ func Check(w io.Writer, outputs map[string][]connect.SinkRecord, expect map[stri
 		if err != nil {
 			return err
 		}
-		diffs := Compare(s, want, got, mode)
+		diffs := Compare(s, want, got, mode, keyField)
 		if len(diffs) == 0 {
 			fmt.Fprintf(w, "ok   stream %s: %d outputs as %s expects (%s)\n", s, len(got), path, mode)
 			continue

@@ -58,7 +58,7 @@ func TestCompare(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, d := range flowtest.Compare("s", expected(t, want), tc.got, tc.mode) {
+			for _, d := range flowtest.Compare("s", expected(t, want), tc.got, tc.mode, "") {
 				got = append(got, d.String())
 			}
 			require.Equal(t, tc.diffs, got)
@@ -68,8 +68,8 @@ func TestCompare(t *testing.T) {
 
 func TestCompareLargeIntegersExactly(t *testing.T) {
 	want := expected(t, `{"key":"","event_ts":0,"payload":{"n":9007199254740993}}`)
-	require.Len(t, flowtest.Compare("s", want, []connect.SinkRecord{out("", 0, `{"n":9007199254740992}`)}, flowtest.Exact), 1)
-	require.Empty(t, flowtest.Compare("s", want, []connect.SinkRecord{out("", 0, `{ "n" : 9007199254740993 }`)}, flowtest.Exact))
+	require.Len(t, flowtest.Compare("s", want, []connect.SinkRecord{out("", 0, `{"n":9007199254740992}`)}, flowtest.Exact, ""), 1)
+	require.Empty(t, flowtest.Compare("s", want, []connect.SinkRecord{out("", 0, `{ "n" : 9007199254740993 }`)}, flowtest.Exact, ""))
 }
 
 func TestParseExpectationsErrors(t *testing.T) {
@@ -89,22 +89,22 @@ func TestCheckUpdateThenPass(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	outputs := map[string][]connect.SinkRecord{"s": {out("a", 1, `{"n":1}`), out("b", 2, "{\n\"n\": 1}")}}
 	var w bytes.Buffer
-	require.NoError(t, flowtest.Check(&w, outputs, map[string]string{"s": path}, flowtest.Exact, true))
+	require.NoError(t, flowtest.Check(&w, outputs, map[string]string{"s": path}, flowtest.Exact, "", true))
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, "{\"key\":\"a\",\"event_ts\":1,\"payload\":{\"n\":1}}\n{\"key\":\"b\",\"event_ts\":2,\"payload\":{\"n\":1}}\n", string(b))
 	w.Reset()
-	require.NoError(t, flowtest.Check(&w, outputs, map[string]string{"s": path}, flowtest.Exact, false))
+	require.NoError(t, flowtest.Check(&w, outputs, map[string]string{"s": path}, flowtest.Exact, "", false))
 	require.Contains(t, w.String(), "ok   stream s: 2 outputs")
 
 	require.NoError(t, os.WriteFile(path, bytes.Replace(b, []byte(`"event_ts":2`), []byte(`"event_ts":7`), 1), 0o644))
 	w.Reset()
-	err = flowtest.Check(&w, outputs, map[string]string{"s": path}, flowtest.Exact, false)
+	err = flowtest.Check(&w, outputs, map[string]string{"s": path}, flowtest.Exact, "", false)
 	require.ErrorIs(t, err, flowtest.ErrDifferent)
 	require.Contains(t, w.String(), "FAIL stream s: 1 differences")
 	require.Contains(t, w.String(), `- expected {"key":"b","event_ts":7,"payload":{"n":1}}`)
 
-	err = flowtest.Check(&w, outputs, map[string]string{"nope": path}, flowtest.Exact, false)
+	err = flowtest.Check(&w, outputs, map[string]string{"nope": path}, flowtest.Exact, "", false)
 	require.EqualError(t, err, "--expect nope: the pipeline writes no such stream; its output streams are s")
 }
 
@@ -125,6 +125,19 @@ func FuzzParseExpectations(f *testing.F) {
 		require.NoError(t, flowtest.WriteExpectations(path, recs))
 		again, err := flowtest.ReadExpectations(path)
 		require.NoError(t, err)
-		require.Empty(t, flowtest.Compare("s", again, recs, flowtest.Exact))
+		require.Empty(t, flowtest.Compare("s", again, recs, flowtest.Exact, ""))
 	})
+}
+
+func TestComparePerKeyField(t *testing.T) {
+	want := expected(t, `{"key":"","event_ts":1,"payload":{"user":"a","n":1}}
+{"key":"","event_ts":2,"payload":{"user":"b","n":1}}
+{"key":"","event_ts":3,"payload":{"user":"a","n":2}}`)
+	swapped := []connect.SinkRecord{out("", 1, `{"user":"a","n":1}`), out("", 3, `{"user":"a","n":2}`), out("", 2, `{"user":"b","n":1}`)}
+	require.Empty(t, flowtest.Compare("s", want, swapped, flowtest.PerKey, "user"))
+	require.Len(t, flowtest.Compare("s", want, swapped, flowtest.PerKey, ""), 2, "without the field every line has key \"\"")
+	wrong := []connect.SinkRecord{out("", 3, `{"user":"a","n":2}`), out("", 1, `{"user":"a","n":1}`), out("", 2, `{"user":"b","n":1}`)}
+	d := flowtest.Compare("s", want, wrong, flowtest.PerKey, "user")
+	require.Len(t, d, 2)
+	require.Equal(t, `"a"`, d[0].Key)
 }
