@@ -144,9 +144,12 @@ type Difference struct {
 	// (per-key) or the stream (exact), from 1.
 	Key    string
 	PerKey bool
-	Index  int
-	Want   *Expected
-	Got    *Expected
+	// KeyField is the payload field Key comes from ("": the record key);
+	// Key is then the field's JSON text.
+	KeyField string
+	Index    int
+	Want     *Expected
+	Got      *Expected
 }
 
 // String says where the difference is, with both lines.
@@ -158,9 +161,12 @@ func (d Difference) String() string {
 		where = "after the last line"
 	}
 	var b strings.Builder
-	if d.PerKey {
+	switch {
+	case d.PerKey && d.KeyField != "":
+		fmt.Fprintf(&b, "stream %s, %s %s, output %d of the key (%s):", d.Stream, d.KeyField, d.Key, d.Index, where)
+	case d.PerKey:
 		fmt.Fprintf(&b, "stream %s, key %q, output %d of the key (%s):", d.Stream, d.Key, d.Index, where)
-	} else {
+	default:
 		fmt.Fprintf(&b, "stream %s, output %d (%s):", d.Stream, d.Index, where)
 	}
 	switch {
@@ -182,7 +188,7 @@ func (d Difference) String() string {
 func Compare(stream string, want []Expected, got []connect.SinkRecord, mode Mode, keyField string) []Difference {
 	g := ExpectedOf(got)
 	if mode != PerKey {
-		return compareSeq(stream, "", false, want, g)
+		return compareSeq(Difference{Stream: stream}, want, g)
 	}
 	var keys []string
 	wantBy, gotBy := map[string][]Expected{}, map[string][]Expected{}
@@ -204,7 +210,7 @@ func Compare(stream string, want []Expected, got []connect.SinkRecord, mode Mode
 	}
 	var out []Difference
 	for _, k := range keys {
-		out = append(out, compareSeq(stream, k, true, wantBy[k], gotBy[k])...)
+		out = append(out, compareSeq(Difference{Stream: stream, Key: k, PerKey: true, KeyField: keyField}, wantBy[k], gotBy[k])...)
 	}
 	return out
 }
@@ -225,10 +231,12 @@ func groupKey(e Expected, field string) string {
 	return string(compact(v))
 }
 
-func compareSeq(stream, key string, perKey bool, want, got []Expected) []Difference {
+// compareSeq compares two sequences of lines; at says which stream and key.
+func compareSeq(at Difference, want, got []Expected) []Difference {
 	var out []Difference
 	for i := range max(len(want), len(got)) {
-		d := Difference{Stream: stream, Key: key, PerKey: perKey, Index: i + 1}
+		d := at
+		d.Index = i + 1
 		if i < len(want) {
 			d.Want = &want[i]
 		}

@@ -7,8 +7,8 @@
 //	build.sh              builds the module into plugin/ with its manifest
 //	sample.jsonl          file-source records keyed by payload field "key"
 //	pipeline.yaml         sample.jsonl -> the computation -> out.jsonl
-//	expected.jsonl        the payloads out.jsonl should hold
-//	test.sh               build.sh, flowhost run, compare (sh, awk, sort, diff)
+//	expected.jsonl        the outputs the pipeline should give (flowhost test's format)
+//	test.sh               build.sh, then flowhost test against expected.jsonl
 //	README.md             what the project is and how to use it
 //
 // The templates are embedded, so a flowhost binary creates projects
