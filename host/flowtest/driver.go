@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -288,11 +287,19 @@ func (d *Driver) step(ctx context.Context, end bool) error {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	var wg sync.WaitGroup
+	// Stopping once every source has handed its records over drains them
+	// (and what they derive) but leaves the watermarks where the records
+	// put them, as a stopped flowhost run does.
+	var waiting atomic.Int64
+	waiting.Store(int64(len(d.pipe.Sources)))
+	emitted := func() {
+		if waiting.Add(-1) == 0 && !end {
+			stop()
+		}
+	}
 	var opts []runtime.Option
 	for _, s := range d.pipe.Sources {
-		wg.Add(1)
-		opts = append(opts, runtime.WithSource(s.Name, &pushSource{recs: d.pending[s.Name], end: end, emitted: wg.Done}))
+		opts = append(opts, runtime.WithSource(s.Name, &pushSource{recs: d.pending[s.Name], end: end, emitted: emitted}))
 	}
 	for _, sk := range d.pipe.Sinks {
 		opts = append(opts, runtime.WithSink(sk.Name, captureSink{d.capture}))
@@ -304,12 +311,6 @@ func (d *Driver) step(ctx context.Context, end bool) error {
 	rt, err := runtime.New(d.pipe, d.factories, opts...)
 	if err != nil {
 		return err
-	}
-	if !end {
-		// Stopping once every source has handed its records over drains
-		// them (and what they derive) but leaves the watermarks where the
-		// records put them, as a stopped flowhost run does.
-		go func() { wg.Wait(); stop() }()
 	}
 	err = rt.Run(runCtx)
 	for l := range strings.Lines(dead.String()) {
