@@ -1,12 +1,18 @@
 package examples_test
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flowhost/flowhost/host/flowtest"
+	"github.com/flowhost/flowhost/host/spec"
 )
 
 // TestCLITestHarness runs `flowhost test` through the binary on the
@@ -53,4 +59,47 @@ func TestCLITestHarness(t *testing.T) {
 	_, stderr, err = flowhostRun(t, "test", "-f", spec, "--plugins", env.plugins, "--expect", "nope="+want)
 	requireExitFailure(t, err, stderr)
 	require.Contains(t, stderr, "--expect nope: the pipeline writes no such stream; its output streams are counts")
+}
+
+// TestDriverRunsAWASMPlugin drives the window-count plugin (WebAssembly)
+// through host/flowtest: no window is emitted while the watermark is
+// short of its end, its timer is pending and its key has state; raising
+// the watermark past the end emits it with the count of its clicks.
+func TestDriverRunsAWASMPlugin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, err := spec.ParseFile(filepath.Join(copyPipelines(t), "window-count.yaml"))
+	require.NoError(t, err)
+	d, err := flowtest.New(ctx, p, flowtest.WithPlugins(env.plugins), flowtest.WithCacheDir(env.cache))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+
+	minute := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	for _, s := range []int{1, 7, 20} {
+		require.NoError(t, d.Push("clicks-in", flowtest.Record{Event: minute + int64(s)*int64(time.Second), Payload: []byte(`{"user":"ann"}`)}))
+	}
+	require.NoError(t, d.Settle(ctx))
+	require.Empty(t, d.Outputs("counts"))
+	timers, err := d.Timers("per-user")
+	require.NoError(t, err)
+	require.NotEmpty(t, timers)
+	key, err := d.KeyOf("per-user", []byte(`{"user":"ann"}`))
+	require.NoError(t, err)
+	_, found, err := d.State("per-user", key)
+	require.NoError(t, err)
+	require.True(t, found, "no state for key %s", key)
+
+	require.NoError(t, d.AdvanceWatermark(ctx, "clicks-in", minute+int64(2*time.Minute)))
+	got := d.Payloads("counts")
+	require.Len(t, got, 1)
+	var w struct {
+		Key         string
+		WindowStart int64 `json:"window_start"`
+		Count       int
+	}
+	require.NoError(t, json.Unmarshal([]byte(got[0]), &w))
+	require.Equal(t, "ann", w.Key)
+	require.Equal(t, minute, w.WindowStart)
+	require.Equal(t, 3, w.Count)
+	require.Empty(t, d.DeadLetters())
 }
