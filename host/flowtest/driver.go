@@ -246,13 +246,17 @@ func (d *Driver) AdvanceWatermark(ctx context.Context, source string, event int6
 	if s == nil {
 		return fmt.Errorf("no source %q in pipeline %q", source, d.pipe.Name)
 	}
-	w, _, err := d.st.SourceWatermarks(s.Stream)
+	w, ok, err := d.st.SourceWatermarks(s.Stream)
 	if err != nil {
 		return err
 	}
+	if !ok {
+		w = store.Watermarks{Event: ordering.NoWatermark, System: ordering.NoWatermark}
+	}
 	if event > w.Event {
+		// Only the event watermark: the system watermark stays the
+		// records' and the clock's.
 		w.Event = event
-		w.System = max(w.System, event)
 		b := d.st.NewBatch()
 		b.SetSourceWatermarks(s.Stream, w)
 		if err := b.Commit(); err != nil {
@@ -316,10 +320,12 @@ func (d *Driver) step(ctx context.Context, end bool) error {
 	for l := range strings.Lines(dead.String()) {
 		d.dead = append(d.dead, strings.TrimRight(l, "\n"))
 	}
-	if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
-		return err
-	}
+	// What the run accepted is in the store, whether or not it failed:
+	// pushing the records again would duplicate it.
 	clear(d.pending)
+	if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
+		return fmt.Errorf("flowtest: the step failed (what it accepted is committed; close the driver): %w", err)
+	}
 	return nil
 }
 
