@@ -40,7 +40,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew(), newSavepoint(), newStatus(), newState(), newTrace(), newDeadLetters(), newKafka())
+	root.AddCommand(newRun(), newInspect(), newPlugin(), newVersion(), newNew(), newSavepoint(), newStatus(), newState(), newTrace(), newDeadLetters(), newKafka(), newTest())
 	return root
 }
 

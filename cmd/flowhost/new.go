@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -32,7 +33,12 @@ checkout and record its absolute path (go.mod's replace directive,
 Cargo.toml's path dependency, build.sh's FLOWHOST_ROOT). --flowhost names
 it; by default it is the checkout at or above the current directory, else
 the one this flowhost binary was built from. A c project gets a copy of
-the C SDK's sources and needs no checkout.`,
+the C SDK's sources and needs no checkout.
+
+A rust project builds with your own cargo (rustup's or Debian's) and
+crates.io. --rust-offline (or FLOWHOST_RUST_OFFLINE=1) gives it a
+.cargo/config.toml that takes crates only from Debian's packaged sources,
+and build.sh then runs Debian's /usr/bin/cargo offline.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Name = args[0]
@@ -55,6 +61,8 @@ the C SDK's sources and needs no checkout.`,
 	f.StringVar(&cfg.Lang, "lang", "", "the computation's language: "+strings.Join(scaffold.Languages(), ", "))
 	f.StringVar(&cfg.Dir, "dir", "", "directory to create the project in (default ./NAME)")
 	f.StringVar(&cfg.FlowhostRoot, "flowhost", "", "flowhost checkout whose SDK the project uses (default: found, see above)")
+	f.BoolVar(&cfg.RustOffline, "rust-offline", os.Getenv("FLOWHOST_RUST_OFFLINE") == "1",
+		"rust: build with Debian's cargo offline, crates from /usr/share/cargo/registry (.cargo/config.toml); default $FLOWHOST_RUST_OFFLINE=1")
 	_ = cmd.MarkFlagRequired("lang")
 	return cmd
 }

@@ -92,7 +92,7 @@ func TestGenerateLayout(t *testing.T) {
 	common := []string{".gitignore", "README.md", "build.sh", "expected.jsonl", "pipeline.yaml", "plugin.template.yaml", "sample.jsonl", "test.sh"}
 	own := map[string][]string{
 		"go":             {"go.mod", "go.sum", "main.go"},
-		"rust":           {".cargo/config.toml", "Cargo.toml", "src/lib.rs"},
+		"rust":           {"Cargo.toml", "src/lib.rs"},
 		"c":              {"main.c", "sdk/cbor.c", "sdk/cbor.h", "sdk/flowhost.c", "sdk/flowhost.h"},
 		"assemblyscript": {"index.ts"},
 	}
@@ -149,4 +149,37 @@ func TestFindRoot(t *testing.T) {
 	got, err := scaffold.FindRoot()
 	require.NoError(t, err)
 	require.Equal(t, moduleRoot(t), got)
+}
+
+// TestRustOffline: a Rust project takes crates from Debian's directory
+// source only when asked (RustOffline writes .cargo/config.toml, which
+// build.sh follows); every Rust project states the SDK's minimum Rust.
+func TestRustOffline(t *testing.T) {
+	root := moduleRoot(t)
+	sdkToml, err := os.ReadFile(filepath.Join(root, "sdk", "rust", "Cargo.toml"))
+	require.NoError(t, err)
+	var msrv string
+	for _, l := range strings.Split(string(sdkToml), "\n") {
+		if v, ok := strings.CutPrefix(l, "rust-version = "); ok {
+			msrv = v
+		}
+	}
+	require.NotEmpty(t, msrv, "sdk/rust/Cargo.toml sets no rust-version")
+	for _, offline := range []bool{false, true} {
+		dir := t.TempDir()
+		require.NoError(t, scaffold.Generate(scaffold.Config{Lang: "rust", Name: "c", Dir: dir, FlowhostRoot: root, RustOffline: offline}))
+		cfg, err := os.ReadFile(filepath.Join(dir, ".cargo", "config.toml"))
+		if offline {
+			require.NoError(t, err)
+			require.Contains(t, string(cfg), `directory = "/usr/share/cargo/registry"`)
+		} else {
+			require.ErrorIs(t, err, fs.ErrNotExist)
+		}
+		toml, err := os.ReadFile(filepath.Join(dir, "Cargo.toml"))
+		require.NoError(t, err)
+		require.Contains(t, string(toml), "\nrust-version = "+msrv+"\n")
+		build, err := os.ReadFile(filepath.Join(dir, "build.sh"))
+		require.NoError(t, err)
+		require.Contains(t, string(build), "if [ -f .cargo/config.toml ]; then")
+	}
 }

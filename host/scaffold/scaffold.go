@@ -7,8 +7,8 @@
 //	build.sh              builds the module into plugin/ with its manifest
 //	sample.jsonl          file-source records keyed by payload field "key"
 //	pipeline.yaml         sample.jsonl -> the computation -> out.jsonl
-//	expected.jsonl        the payloads out.jsonl should hold
-//	test.sh               build.sh, flowhost run, compare (sh, awk, sort, diff)
+//	expected.jsonl        the outputs the pipeline should give (flowhost test's format)
+//	test.sh               build.sh, then flowhost test against expected.jsonl
 //	README.md             what the project is and how to use it
 //
 // The templates are embedded, so a flowhost binary creates projects
@@ -106,6 +106,12 @@ type Config struct {
 	// FlowhostRoot is the flowhost checkout (the directory of its go.mod)
 	// whose SDK the project uses. Empty means FindRoot's.
 	FlowhostRoot string
+	// RustOffline makes a Rust project build with Debian's cargo and
+	// rustc, offline, with crates only from Debian's packaged sources: it
+	// gets a .cargo/config.toml that says so, which build.sh follows.
+	// Without it the project builds with the user's own cargo (rustup's
+	// or Debian's) and crates.io.
+	RustOffline bool
 }
 
 // Create creates a project in lang named name in dir, with the checkout
@@ -141,6 +147,9 @@ func Generate(cfg Config) error {
 		"CRATE":    strings.ReplaceAll(cfg.Name, "-", "_"),
 		"LANG":     lang.name,
 		"LANGNAME": lang.display,
+	}
+	if cfg.RustOffline {
+		vars["RUSTOFFLINE"] = "1"
 	}
 	if lang.sdkDir != "" {
 		root := cfg.FlowhostRoot
@@ -238,6 +247,9 @@ func write(dir string, lang language, vars map[string]string) error {
 			rel := strings.TrimSuffix(strings.TrimPrefix(p, base+"/"), ".tmpl")
 			if rel == "gitignore" {
 				rel = ".gitignore"
+			}
+			if rel == ".cargo/config.toml" && vars["RUSTOFFLINE"] == "" {
+				return nil // the user's own cargo and its registry
 			}
 			b, err := templates.ReadFile(p)
 			if err != nil {

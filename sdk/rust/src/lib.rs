@@ -61,6 +61,8 @@ mod error;
 mod guest;
 mod log;
 mod params;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod testing;
 
 pub use batch::{
     Batch, BatchInfo, EmitBuilder, IntoBytes, Key, Keys, Kind, Message, Messages, Parent, Timer,
