@@ -125,6 +125,10 @@ const (
 	ingestGroupBytes = 4 << 20
 	ingestLinger     = 2 * time.Millisecond
 	readGroupRows    = 2048
+	// memoryReadGroupRows bounds a group routed without a store: large
+	// enough to spread the per-group work, small enough that a group's
+	// first record does not wait long behind its last.
+	memoryReadGroupRows = 256
 )
 
 func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, error) {
@@ -595,7 +599,10 @@ func (src *sourceStream) read(work context.Context) error {
 	w := src.watermarksLocked(r.opts.now())
 	src.mu.Unlock()
 	src.publishWatermarks(w)
-	groupRows := 1
+	// In memory too, records are delivered in groups of what is queued
+	// (never waiting for more): the watermarks are recomputed and
+	// published once per group instead of once per record.
+	groupRows := memoryReadGroupRows
 	if r.opts.store != nil {
 		groupRows = readGroupRows
 	}
