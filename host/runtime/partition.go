@@ -190,12 +190,15 @@ type partition struct {
 	lingerNanos  int64
 	lingerTimer  *time.Timer
 	tracebuf     []TraceRecord
-	mapCounts    map[mapSlot]uint64
-	failures     partitionFailures
-	hasToken     bool      // holds a worker slot (process)
-	tokenAt      time.Time // since when
-	view         partitionView
-	recent       recentDeliveries
+	// idText and idEnds are the buffers request formats message ids in.
+	idText    []byte
+	idEnds    []int
+	mapCounts map[mapSlot]uint64
+	failures  partitionFailures
+	hasToken  bool      // holds a worker slot (process)
+	tokenAt   time.Time // since when
+	view      partitionView
+	recent    recentDeliveries
 }
 
 type mapSlot struct {
