@@ -11,6 +11,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -271,4 +272,34 @@ func BenchmarkNativeHost(b *testing.B) {
 	b.ReportMetric(costs[0].wall.Seconds()/costs[1].wall.Seconds(), "p4/p1-speed")
 	b.ReportMetric(costs[2].wall.Seconds()/costs[0].wall.Seconds(), "chain3/p1-time")
 	b.ReportMetric(float64(costs[2].cpu)/float64(costs[0].cpu), "chain3/p1-cpu")
+}
+
+// peakRSS returns the process's peak resident set size so far, in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss << 10 // kilobytes on Linux
+}
+
+// BenchmarkNativeHostRSS runs the identity pipeline in memory over 1M and
+// then 10M records and reports the process's peak RSS after each: with
+// the default buffers (64 MiB source queue, 64 MiB computation buffer) it
+// must not grow with the input. The peak only ever rises, so the 10M
+// figure includes the 1M run's; a bounded host shows the same figure for
+// both:
+//
+//	go test -run '^$' -bench NativeHostRSS -benchtime 1x ./host/
+func BenchmarkNativeHostRSS(b *testing.B) {
+	for _, n := range []int{1_000_000, 10_000_000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				runChain(b, n, 1, 1)
+			}
+			b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "msgs/s")
+			b.ReportMetric(float64(peakRSS())/(1<<20), "peak-rss-MiB")
+		})
+	}
 }
