@@ -94,15 +94,23 @@ func persist(b *store.Batch, from ordering.Sender, ds []delivery) {
 // is full (backpressure). With a store they were committed first, so
 // nothing uncommitted is ever seen downstream.
 func (r *Runtime) deliver(ctx context.Context, from ordering.Sender, ds []delivery) error {
-	for i := range ds {
+	for i := 0; i < len(ds); i++ {
 		d := &ds[i]
 		if d.part != nil {
-			if err := d.part.send(ctx, from, d.m); err != nil {
+			// A run of deliveries to one partition takes its lock once.
+			j := i + 1
+			for j < len(ds) && ds[j].part == d.part {
+				j++
+			}
+			if err := d.part.sendAll(ctx, from, ds[i:j]); err != nil {
 				return err
 			}
-			s := r.streams[d.m.Stream]
-			s.mBuffered.Inc()
-			s.mBufferedBytes.Add(float64(d.m.Size()))
+			for k := i; k < j; k++ {
+				s := r.streams[ds[k].m.Stream]
+				s.mBuffered.Inc()
+				s.mBufferedBytes.Add(float64(ds[k].m.Size()))
+			}
+			i = j - 1
 			continue
 		}
 		if err := d.sink.send(ctx, sinkItem{rec: *d.rec, from: from, task: d.task}); err != nil {

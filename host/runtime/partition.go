@@ -382,6 +382,24 @@ func (p *partition) wake() {
 func (p *partition) send(ctx context.Context, from ordering.Sender, m *ordering.Message) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.sendLocked(ctx, from, m)
+}
+
+// sendAll queues, in order, the messages of ds (deliveries to this
+// partition) under one hold of the partition's lock, as send does one.
+func (p *partition) sendAll(ctx context.Context, from ordering.Sender, ds []delivery) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range ds {
+		if err := p.sendLocked(ctx, from, ds[i].m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendLocked is send with p.mu held.
+func (p *partition) sendLocked(ctx context.Context, from ordering.Sender, m *ordering.Message) error {
 	var blockedSince time.Time
 	for {
 		err := p.inbox.SendAssigned(from, p.comp.spec.Name, m)

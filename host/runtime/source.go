@@ -736,10 +736,17 @@ func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds [
 			return fmt.Errorf("source %q: committing %d routed records: %w", src.spec.Name, len(group), err)
 		}
 	}
-	for _, g := range group {
-		if err := r.deliver(work, src.parts[g.part].snd.id, ds[g.lo:g.hi]); err != nil {
+	// Consecutive records of one source partition are delivered together:
+	// their deliveries are contiguous in ds, in order.
+	for i := 0; i < len(group); {
+		j := i + 1
+		for j < len(group) && group[j].part == group[i].part {
+			j++
+		}
+		if err := r.deliver(work, src.parts[group[i].part].snd.id, ds[group[i].lo:group[j-1].hi]); err != nil {
 			return err
 		}
+		i = j
 	}
 	src.mu.Lock()
 	now := r.opts.now()
