@@ -679,7 +679,9 @@ func (src *sourceStream) read(work context.Context) error {
 		} else {
 			src.pm.Set(part, p.queue[p.head].Time.Write)
 		}
-		src.queued -= m.Size()
+		// The record still counts in the source queue until its group
+		// has been handed over (deliverGroup): a group held in hand
+		// must not let the connector run further ahead.
 		prio := m.Time.Alignment
 		if src.gateBias {
 			prio = src.bias.Stabilized(prio)
@@ -754,6 +756,10 @@ func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds [
 		src.eventWM.Read(g.part, g.m.Time.Event, now)
 		src.systemWM.Read(g.part, g.m.Time.System)
 	}
+	for _, g := range group {
+		src.queued -= g.m.Size()
+	}
+	src.cond.Broadcast() // room in the source queue
 	w := src.watermarksLocked(now)
 	src.mu.Unlock()
 	src.publishWatermarks(w)
