@@ -377,16 +377,10 @@ func (p *partition) wake() {
 	p.mu.Unlock()
 }
 
-// send queues m for this partition, waiting while the inbox is full: the
-// backpressure that slows a sender down to the pace of its slowest reader.
-func (p *partition) send(ctx context.Context, from ordering.Sender, m *ordering.Message) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sendLocked(ctx, from, m)
-}
-
 // sendAll queues, in order, the messages of ds (deliveries to this
-// partition) under one hold of the partition's lock, as send does one.
+// partition) under one hold of the partition's lock, waiting while the
+// inbox is full: the backpressure that slows a sender down to the pace of
+// its slowest reader.
 func (p *partition) sendAll(ctx context.Context, from ordering.Sender, ds []delivery) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -398,7 +392,7 @@ func (p *partition) sendAll(ctx context.Context, from ordering.Sender, ds []deli
 	return nil
 }
 
-// sendLocked is send with p.mu held.
+// sendLocked queues one message, waiting for room; called with p.mu held.
 func (p *partition) sendLocked(ctx context.Context, from ordering.Sender, m *ordering.Message) error {
 	var blockedSince time.Time
 	for {
