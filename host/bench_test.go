@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,4 +157,149 @@ func BenchmarkIdentity(b *testing.B) {
 func TestIdentityWASMAndNativeAgree(t *testing.T) {
 	runIdentity(t, compute.Native(nativeIdentity), 5000, 2)
 	runIdentity(t, wasmIdentity(t), 5000, 2)
+}
+
+// identityTo is the native identity computation emitting on stream.
+func identityTo(stream string) compute.Factory {
+	return compute.Native(compute.Func(func(_ context.Context, req *abi.Request) (*abi.Response, error) {
+		resp := &abi.Response{Keys: make([]abi.ResponseKey, len(req.Keys))}
+		for i := range req.Keys {
+			k := &req.Keys[i]
+			rk := &resp.Keys[i]
+			rk.Key = k.Key
+			rk.Emits = make([]abi.Emit, len(k.Messages))
+			for j := range k.Messages {
+				rk.Emits[j] = abi.Emit{Stream: stream, Payload: k.Messages[j].Payload, Parents: []uint32{uint32(len(k.Timers) + j)}}
+			}
+		}
+		return resp, nil
+	}))
+}
+
+// chainPipeline is a chain of identity computations in memory: in -> s1
+// -> ... -> out, each keyed by k.
+func chainPipeline(tb testing.TB, length, partitions int) (*spec.Pipeline, map[string]compute.Factory) {
+	var b strings.Builder
+	b.WriteString("name: chain\nsources:\n  - {name: in, type: generator, stream: in, generator: {count: 1}}\ncomputations:\n")
+	factories := map[string]compute.Factory{}
+	in := "in"
+	for i := range length {
+		out := fmt.Sprintf("s%d", i+1)
+		if i == length-1 {
+			out = "out"
+		}
+		name := fmt.Sprintf("c%d", i+1)
+		fmt.Fprintf(&b, "  - {name: %s, plugin: %s, partitions: %d, group_by: [k], input_streams: [%s], output_streams: [%s]}\n", name, name, partitions, in, out)
+		factories[name] = identityTo(out)
+		in = out
+	}
+	b.WriteString("sinks:\n  - {name: sink, type: stdout, streams: [out]}\n")
+	p, err := spec.Parse("chain.yaml", []byte(b.String()))
+	require.NoError(tb, err)
+	return p, factories
+}
+
+// runChain runs n records through a chain and checks all reach the sink.
+func runChain(tb testing.TB, n, length, partitions int) {
+	p, factories := chainPipeline(tb, length, partitions)
+	sink := &countSink{}
+	rt, err := runtime.New(p, factories,
+		runtime.WithSource("in", memorySource{n: n}), runtime.WithSink("sink", sink),
+		runtime.WithDeadLetter(io.Discard), runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	require.NoError(tb, err)
+	require.NoError(tb, rt.Run(context.Background()))
+	require.Equal(tb, n, sink.n)
+}
+
+// hostCost is what one run cost the process: wall time, CPU time (user
+// and system, every goroutine's) and heap allocations.
+type hostCost struct {
+	wall, cpu time.Duration
+	allocs    uint64
+}
+
+func measureRun(run func()) hostCost {
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	cpu0, start := cpuTime(), time.Now()
+	run()
+	c := hostCost{wall: time.Since(start), cpu: cpuTime() - cpu0}
+	goruntime.ReadMemStats(&after)
+	c.allocs = after.Mallocs - before.Mallocs
+	return c
+}
+
+// BenchmarkNativeHost measures, in one run, the native in-memory path of
+// issue 13: msg/s with 1 and 4 partitions of one identity computation and
+// with a chain of 3 (1 partition each), heap allocations and process CPU
+// time per message (getrusage: every goroutine, GC included), and the
+// ratios 4 partitions / 1 and chain-of-3 cost / one. The variants run
+// alternately in every iteration, so a machine busy with other work
+// slows them alike:
+//
+//	go test -run '^$' -bench NativeHost -benchtime 3x ./host/
+//
+// Allocations count everything the process allocated during the run: the
+// benchmark's source (one payload per record) and the native identity
+// (its response, one Parents slice per emit) included.
+func BenchmarkNativeHost(b *testing.B) {
+	const n = 200_000
+	variants := []struct {
+		name   string
+		length int
+		parts  int
+	}{{"p1", 1, 1}, {"p4", 1, 4}, {"chain3", 3, 1}}
+	runChain(b, 1000, 1, 1) // warm up
+	costs := make([]hostCost, len(variants))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j, v := range variants {
+			c := measureRun(func() { runChain(b, n, v.length, v.parts) })
+			costs[j].wall += c.wall
+			costs[j].cpu += c.cpu
+			costs[j].allocs += c.allocs
+		}
+	}
+	b.StopTimer()
+	msgs := float64(n * b.N)
+	for j, v := range variants {
+		c := costs[j]
+		b.ReportMetric(msgs/c.wall.Seconds(), v.name+"-msgs/s")
+		b.ReportMetric(float64(c.allocs)/msgs, v.name+"-allocs/msg")
+		b.ReportMetric(float64(c.cpu.Nanoseconds())/msgs, v.name+"-cpu-ns/msg")
+	}
+	b.ReportMetric(costs[0].wall.Seconds()/costs[1].wall.Seconds(), "p4/p1-speed")
+	b.ReportMetric(costs[2].wall.Seconds()/costs[0].wall.Seconds(), "chain3/p1-time")
+	b.ReportMetric(float64(costs[2].cpu)/float64(costs[0].cpu), "chain3/p1-cpu")
+}
+
+// peakRSS returns the process's peak resident set size so far, in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss << 10 // kilobytes on Linux
+}
+
+// BenchmarkNativeHostRSS runs the identity pipeline in memory over 1M and
+// then 10M records and reports the process's peak RSS after each: with
+// the default buffers (64 MiB source queue, 64 MiB computation buffer) it
+// must not grow with the input. The peak only ever rises, so the 10M
+// figure includes the 1M run's; a bounded host shows the same figure for
+// both:
+//
+//	go test -run '^$' -bench NativeHostRSS -benchtime 1x ./host/
+func BenchmarkNativeHostRSS(b *testing.B) {
+	for _, n := range []int{1_000_000, 10_000_000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				runChain(b, n, 1, 1)
+			}
+			b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "msgs/s")
+			b.ReportMetric(float64(peakRSS())/(1<<20), "peak-rss-MiB")
+		})
+	}
 }

@@ -44,7 +44,40 @@ type Segment struct {
 //
 // A MessageID is immutable; its methods never modify the receiver.
 type MessageID struct {
-	segs []Segment
+	// The root segment is held inline, so that a source or transform id
+	// (a root alone) costs no allocation of its own; more are the
+	// segments a map appended.
+	root Segment
+	more []Segment
+	set  bool // false: the empty id
+}
+
+// idFrom returns the id of segments segs, which it keeps.
+func idFrom(segs []Segment) MessageID {
+	if len(segs) == 0 {
+		return MessageID{}
+	}
+	id := MessageID{root: segs[0], set: true}
+	if len(segs) > 1 {
+		id.more = segs[1:]
+	}
+	return id
+}
+
+// depth returns the number of segments.
+func (id *MessageID) depth() int {
+	if !id.set {
+		return 0
+	}
+	return 1 + len(id.more)
+}
+
+// seg returns segment i < depth().
+func (id *MessageID) seg(i int) *Segment {
+	if i == 0 {
+		return &id.root
+	}
+	return &id.more[i-1]
 }
 
 // SourceID returns the id of the record at offset in a source stream's
@@ -53,7 +86,7 @@ type MessageID struct {
 // from a validated pipeline and they sit on the per-message path. An id
 // built from other values does not survive the text form.
 func SourceID(stream string, partition int32, offset uint64) MessageID {
-	return MessageID{segs: []Segment{{Name: stream, Partition: partition, Seq: offset}}}
+	return MessageID{root: Segment{Name: stream, Partition: partition, Seq: offset}, set: true}
 }
 
 // TransformID returns the id of the seq-th output of a transform
@@ -65,32 +98,38 @@ func TransformID(computation string, partition int32, seq uint64) MessageID {
 // Derive returns the id of the index-th message that a map derives from id
 // into stream.
 func (id MessageID) Derive(stream string, index uint64) MessageID {
-	segs := make([]Segment, len(id.segs)+1)
-	copy(segs, id.segs)
-	segs[len(id.segs)] = Segment{Name: stream, Partition: NoPartition, Seq: index}
-	return MessageID{segs: segs}
+	seg := Segment{Name: stream, Partition: NoPartition, Seq: index}
+	if !id.set {
+		return MessageID{root: seg, set: true}
+	}
+	more := make([]Segment, len(id.more)+1)
+	copy(more, id.more)
+	more[len(id.more)] = seg
+	return MessageID{root: id.root, more: more, set: true}
 }
 
 // IsZero reports whether id is the empty id.
-func (id MessageID) IsZero() bool { return len(id.segs) == 0 }
+func (id MessageID) IsZero() bool { return !id.set }
 
 // Segments returns a copy of id's segments, root first.
-func (id MessageID) Segments() []Segment { return append([]Segment(nil), id.segs...) }
+func (id MessageID) Segments() []Segment {
+	if !id.set {
+		return nil
+	}
+	return append([]Segment{id.root}, id.more...)
+}
 
 // Root returns id's first segment; the zero Segment for the empty id.
 func (id MessageID) Root() Segment {
-	if len(id.segs) == 0 {
-		return Segment{}
-	}
-	return id.segs[0]
+	return id.root // the zero Segment when !id.set
 }
 
 // Compare returns -1, 0 or +1 as id sorts before, equal to or after other.
 // It allocates nothing.
 func (id MessageID) Compare(other MessageID) int {
-	n := min(len(id.segs), len(other.segs))
+	n := min(id.depth(), other.depth())
 	for i := 0; i < n; i++ {
-		a, b := &id.segs[i], &other.segs[i]
+		a, b := id.seg(i), other.seg(i)
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
 			return c
 		}
@@ -101,7 +140,7 @@ func (id MessageID) Compare(other MessageID) int {
 			return c
 		}
 	}
-	return cmp.Compare(len(id.segs), len(other.segs))
+	return cmp.Compare(id.depth(), other.depth())
 }
 
 // Equal reports whether id and other name the same message.
@@ -117,7 +156,8 @@ func (id MessageID) String() string {
 func (id MessageID) AppendText(b []byte) ([]byte, error) { return id.appendText(b), nil }
 
 func (id MessageID) appendText(b []byte) []byte {
-	for i, s := range id.segs {
+	for i := range id.depth() {
+		s := id.seg(i)
 		if i > 0 {
 			b = append(b, '>')
 		}
@@ -166,7 +206,7 @@ func ParseMessageID(s string) (MessageID, error) {
 		segs = append(segs, seg)
 		pos += len(part) + 1
 	}
-	return MessageID{segs: segs}, nil
+	return idFrom(segs), nil
 }
 
 // parseSegment reads one NAME[/pPART]:SEQ segment; on error it also

@@ -58,6 +58,7 @@ func TestInFlightStaleEntriesStayBounded(t *testing.T) {
 		f.Add(i)
 		require.True(t, f.Remove(i))
 		require.LessOrEqual(t, len(f.heap), 2*f.Len()+65, "after removing %d", i)
+		require.LessOrEqual(t, len(f.run), 4*f.Len()+200, "after removing %d", i)
 	}
 	m, ok := f.Min()
 	require.True(t, ok)
@@ -73,8 +74,20 @@ func TestInFlightMatchesReference(t *testing.T) {
 		// A narrow domain makes copies and re-adds common; a wide one makes
 		// stale entries pile up until compaction.
 		hi := rapid.SampledFrom([]int64{3, 50, 1000}).Draw(t, "domain")
+		// Time order: values mostly grow, as a buffer fills, so that
+		// both the run and the heap are exercised, and removals mostly
+		// take the oldest.
+		timeOrder := rapid.Bool().Draw(t, "timeOrder")
+		var clock int64
 		for step := range rapid.IntRange(0, 400).Draw(t, "steps") {
 			ts := rapid.Int64Range(0, hi).Draw(t, "ts")
+			if timeOrder {
+				clock += rapid.Int64Range(0, 3).Draw(t, "tick")
+				ts = clock - rapid.SampledFrom([]int64{0, 0, 0, 1, 5}).Draw(t, "lag")
+				if len(ref) > 0 && rapid.Bool().Draw(t, "oldest") {
+					ts = slices.Min(slices.Collect(maps.Keys(ref)))
+				}
+			}
 			if rapid.IntRange(0, 2).Draw(t, "op") == 0 {
 				f.Add(ts)
 				ref[ts]++
@@ -98,6 +111,8 @@ func TestInFlightMatchesReference(t *testing.T) {
 				require.Equal(t, slices.Min(slices.Collect(maps.Keys(ref))), m, "step %d", step)
 			}
 			require.LessOrEqual(t, len(f.heap), 2*len(ref)+65, "stale entries bounded")
+			require.LessOrEqual(t, len(f.run)-f.head, 2*len(ref)+65, "dead run entries bounded")
+			require.LessOrEqual(t, len(f.run), 4*len(ref)+200, "the run's consumed head bounded")
 			stale := 0
 			for _, v := range f.heap {
 				if f.count[v] == 0 {

@@ -41,7 +41,6 @@ type SinkRecord struct {
 func NewSinkRecord(m *ordering.Message) SinkRecord {
 	r := SinkRecord{
 		Stream:      m.Stream,
-		MessageID:   m.ID.String(),
 		Parents:     make([]string, len(m.Parents)),
 		Key:         m.Key,
 		EventTS:     m.Time.Event,
@@ -50,8 +49,20 @@ func NewSinkRecord(m *ordering.Message) SinkRecord {
 		WriteTS:     m.Time.Write,
 		TaskID:      uint64(m.Task),
 	}
-	for i, p := range m.Parents {
-		r.Parents[i] = p.String()
+	// The id and the parents' ids are formatted into one buffer and made
+	// one string, which they share: one allocation instead of one each.
+	var buf [128]byte
+	text, _ := m.ID.AppendText(buf[:0])
+	ends := make([]int, 0, 4)
+	ends = append(ends, len(text))
+	for _, p := range m.Parents {
+		text, _ = p.AppendText(text)
+		ends = append(ends, len(text))
+	}
+	all := string(text)
+	r.MessageID = all[:ends[0]]
+	for i := range m.Parents {
+		r.Parents[i] = all[ends[i]:ends[i+1]]
 	}
 	r.Payload, r.PayloadEncoding = encodeBytes(m.Payload, "")
 	return r

@@ -228,9 +228,10 @@ type sinkRunner struct {
 	queue []sinkItem
 }
 
-// sinkItem is one record for a sink and its place in the sink's queue.
+// sinkItem is one message for a sink and its place in the sink's queue;
+// the sink's goroutine makes its record, off its sender's path.
 type sinkItem struct {
-	rec  connect.SinkRecord
+	m    *ordering.Message
 	from ordering.Sender
 	task ordering.TaskID
 }
@@ -344,7 +345,7 @@ func (s *sinkRunner) restoreQueue() error {
 		return nil
 	}
 	return st.Queue(s.dest, func(from ordering.Sender, m *ordering.Message) error {
-		s.queue = append(s.queue, sinkItem{rec: connect.NewSinkRecord(m), from: from, task: m.Task})
+		s.queue = append(s.queue, sinkItem{m: m, from: from, task: m.Task})
 		return nil
 	})
 }
@@ -413,7 +414,7 @@ func (s *sinkRunner) run(ctx context.Context) error {
 		}
 		recs = recs[:0]
 		for i := range batch {
-			recs = append(recs, batch[i].rec)
+			recs = append(recs, connect.NewSinkRecord(batch[i].m))
 		}
 		if err := s.write(ctx, batch, recs); err != nil {
 			if s.kafka != nil {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/host/store"
 	"github.com/flowhost/flowhost/ordering"
@@ -36,14 +35,12 @@ func (s *sender) next(dest string) ordering.TaskID {
 }
 
 // delivery is one message for one destination: a computation partition
-// (with the copy keyed for it) or a sink (with the record, shared by every
-// sink of the message).
+// (with the copy keyed for it) or a sink.
 type delivery struct {
 	part *partition
 	sink *sinkRunner
 	task ordering.TaskID
 	m    *ordering.Message
-	rec  *connect.SinkRecord
 }
 
 // plan works out where m goes: each reading computation computes its key
@@ -69,11 +66,9 @@ func (r *Runtime) plan(ctx context.Context, snd *sender, m *ordering.Message, ds
 		cp.Task = snd.next(part.destKey)
 		ds = append(ds, delivery{part: part, task: cp.Task, m: &cp})
 	}
-	if len(s.sinks) > 0 {
-		rec := connect.NewSinkRecord(m) // once, whatever the number of sinks
-		for _, sk := range s.sinks {
-			ds = append(ds, delivery{sink: sk, task: snd.next(sk.destKey), m: m, rec: &rec})
-		}
+	// A sink's record is formatted by the sink's goroutine (sinkRunner.run).
+	for _, sk := range s.sinks {
+		ds = append(ds, delivery{sink: sk, task: snd.next(sk.destKey), m: m})
 	}
 	return ds, nil
 }
@@ -94,18 +89,26 @@ func persist(b *store.Batch, from ordering.Sender, ds []delivery) {
 // is full (backpressure). With a store they were committed first, so
 // nothing uncommitted is ever seen downstream.
 func (r *Runtime) deliver(ctx context.Context, from ordering.Sender, ds []delivery) error {
-	for i := range ds {
+	for i := 0; i < len(ds); i++ {
 		d := &ds[i]
 		if d.part != nil {
-			if err := d.part.send(ctx, from, d.m); err != nil {
+			// A run of deliveries to one partition takes its lock once.
+			j := i + 1
+			for j < len(ds) && ds[j].part == d.part {
+				j++
+			}
+			if err := d.part.sendAll(ctx, from, ds[i:j]); err != nil {
 				return err
 			}
-			s := r.streams[d.m.Stream]
-			s.mBuffered.Inc()
-			s.mBufferedBytes.Add(float64(d.m.Size()))
+			for k := i; k < j; k++ {
+				s := r.streams[ds[k].m.Stream]
+				s.mBuffered.Inc()
+				s.mBufferedBytes.Add(float64(ds[k].m.Size()))
+			}
+			i = j - 1
 			continue
 		}
-		if err := d.sink.send(ctx, sinkItem{rec: *d.rec, from: from, task: d.task}); err != nil {
+		if err := d.sink.send(ctx, sinkItem{m: d.m, from: from, task: d.task}); err != nil {
 			return err
 		}
 	}

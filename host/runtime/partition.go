@@ -190,12 +190,15 @@ type partition struct {
 	lingerNanos  int64
 	lingerTimer  *time.Timer
 	tracebuf     []TraceRecord
-	mapCounts    map[mapSlot]uint64
-	failures     partitionFailures
-	hasToken     bool      // holds a worker slot (process)
-	tokenAt      time.Time // since when
-	view         partitionView
-	recent       recentDeliveries
+	// idText and idEnds are the buffers request formats message ids in.
+	idText    []byte
+	idEnds    []int
+	mapCounts map[mapSlot]uint64
+	failures  partitionFailures
+	hasToken  bool      // holds a worker slot (process)
+	tokenAt   time.Time // since when
+	view      partitionView
+	recent    recentDeliveries
 }
 
 type mapSlot struct {
@@ -374,11 +377,23 @@ func (p *partition) wake() {
 	p.mu.Unlock()
 }
 
-// send queues m for this partition, waiting while the inbox is full: the
-// backpressure that slows a sender down to the pace of its slowest reader.
-func (p *partition) send(ctx context.Context, from ordering.Sender, m *ordering.Message) error {
+// sendAll queues, in order, the messages of ds (deliveries to this
+// partition) under one hold of the partition's lock, waiting while the
+// inbox is full: the backpressure that slows a sender down to the pace of
+// its slowest reader.
+func (p *partition) sendAll(ctx context.Context, from ordering.Sender, ds []delivery) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for i := range ds {
+		if err := p.sendLocked(ctx, from, ds[i].m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendLocked queues one message, waiting for room; called with p.mu held.
+func (p *partition) sendLocked(ctx context.Context, from ordering.Sender, m *ordering.Message) error {
 	var blockedSince time.Time
 	for {
 		err := p.inbox.SendAssigned(from, p.comp.spec.Name, m)

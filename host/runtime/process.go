@@ -393,7 +393,6 @@ func (p *partition) request(b *ordering.Batch, wm abi.Watermarks, ep *epoch) (*a
 		rk.Messages = make([]abi.Message, len(kb.Messages))
 		for j, m := range kb.Messages {
 			rk.Messages[j] = abi.Message{
-				ID:                 m.ID.String(),
 				Stream:             m.Stream,
 				EventTimestamp:     m.Time.Event,
 				SystemTimestamp:    m.Time.System,
@@ -402,7 +401,31 @@ func (p *partition) request(b *ordering.Batch, wm abi.Watermarks, ep *epoch) (*a
 			}
 		}
 	}
+	p.setMessageIDs(b, req)
 	return req, nil
+}
+
+// setMessageIDs gives the request's messages their ids' text: formatted
+// into one reused buffer and made one string per request, which the ids
+// share, instead of one allocation per message.
+func (p *partition) setMessageIDs(b *ordering.Batch, req *abi.Request) {
+	text, ends := p.idText[:0], p.idEnds[:0]
+	for i := range b.Keys {
+		for _, m := range b.Keys[i].Messages {
+			text, _ = m.ID.AppendText(text)
+			ends = append(ends, len(text))
+		}
+	}
+	all := string(text)
+	p.idText, p.idEnds = text, ends
+	at, k := 0, 0
+	for i := range req.Keys {
+		for j := range req.Keys[i].Messages {
+			req.Keys[i].Messages[j].ID = all[at:ends[k]]
+			at = ends[k]
+			k++
+		}
+	}
 }
 
 // apply gathers the effects of a successful response to b (a batch or a
@@ -498,8 +521,28 @@ func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, res
 func (p *partition) derive(kb *ordering.KeyBatch, e *abi.Emit) *ordering.Message {
 	c := p.comp
 	nt := len(kb.Timers)
-	var parentTimes []ordering.Timestamps
+	nParents := nt + len(kb.Messages)
+	if e.Parents != nil {
+		nParents = len(e.Parents)
+	}
+	// The common single parent costs one allocation: the message with its
+	// parent's id; the parents' times stay on the stack.
+	var timesBuf [4]ordering.Timestamps
+	parentTimes := timesBuf[:0]
+	var out *ordering.Message
 	var parentIDs []ordering.MessageID
+	if nParents == 1 {
+		one := &struct {
+			m      ordering.Message
+			parent [1]ordering.MessageID
+		}{}
+		out, parentIDs = &one.m, one.parent[:0]
+	} else {
+		out = &ordering.Message{}
+		if nParents > 0 {
+			parentIDs = make([]ordering.MessageID, 0, nParents)
+		}
+	}
 	var firstMsg *ordering.Message
 	addParent := func(idx int) {
 		if idx < nt {
@@ -524,7 +567,7 @@ func (p *partition) derive(kb *ordering.KeyBatch, e *abi.Emit) *ordering.Message
 			addParent(int(idx))
 		}
 	}
-	out := &ordering.Message{Stream: e.Stream, Key: e.Key, Parents: parentIDs, Payload: e.Payload}
+	*out = ordering.Message{Stream: e.Stream, Key: e.Key, Parents: parentIDs, Payload: e.Payload}
 	if c.kind == abi.KindMap && firstMsg != nil {
 		out.Time = ordering.MultiParentOutput(parentTimes)
 		if e.EventTimestamp != nil {

@@ -125,6 +125,10 @@ const (
 	ingestGroupBytes = 4 << 20
 	ingestLinger     = 2 * time.Millisecond
 	readGroupRows    = 2048
+	// memoryReadGroupRows bounds a group routed without a store: large
+	// enough to spread the per-group work, small enough that a group's
+	// first record does not wait long behind its last.
+	memoryReadGroupRows = 256
 )
 
 func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, error) {
@@ -600,7 +604,10 @@ func (src *sourceStream) read(work context.Context) error {
 	w := src.watermarksLocked(r.opts.now())
 	src.mu.Unlock()
 	src.publishWatermarks(w)
-	groupRows := 1
+	// In memory too, records are delivered in groups of what is queued
+	// (never waiting for more): the watermarks are recomputed and
+	// published once per group instead of once per record.
+	groupRows := memoryReadGroupRows
 	if r.opts.store != nil {
 		groupRows = readGroupRows
 	}
@@ -677,7 +684,9 @@ func (src *sourceStream) read(work context.Context) error {
 		} else {
 			src.pm.Set(part, p.queue[p.head].Time.Write)
 		}
-		src.queued -= m.Size()
+		// The record still counts in the source queue until its group
+		// has been handed over (deliverGroup): a group held in hand
+		// must not let the connector run further ahead.
 		prio := m.Time.Alignment
 		if src.gateBias {
 			prio = src.bias.Stabilized(prio)
@@ -750,10 +759,17 @@ func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds [
 			return fmt.Errorf("source %q: committing %d routed records: %w", src.spec.Name, len(group), err)
 		}
 	}
-	for _, g := range group {
-		if err := r.deliver(work, src.parts[g.part].snd.id, ds[g.lo:g.hi]); err != nil {
+	// Consecutive records of one source partition are delivered together:
+	// their deliveries are contiguous in ds, in order.
+	for i := 0; i < len(group); {
+		j := i + 1
+		for j < len(group) && group[j].part == group[i].part {
+			j++
+		}
+		if err := r.deliver(work, src.parts[group[i].part].snd.id, ds[group[i].lo:group[j-1].hi]); err != nil {
 			return err
 		}
+		i = j
 	}
 	src.mu.Lock()
 	now := r.opts.now()
@@ -761,6 +777,10 @@ func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds [
 		src.eventWM.Read(g.part, g.m.Time.Event, now)
 		src.systemWM.Read(g.part, g.m.Time.System)
 	}
+	for _, g := range group {
+		src.queued -= g.m.Size()
+	}
+	src.cond.Broadcast() // room in the source queue
 	w := src.watermarksLocked(now)
 	src.mu.Unlock()
 	src.publishWatermarks(w)
