@@ -104,6 +104,12 @@ type Windows struct {
 	output   string
 	late     string
 	lateness int64
+	// setHere are the triggers set during the current Process call. Such
+	// a timer is never cancelled in the same call: the host re-cuts a
+	// batch only for the timers its response sets, so cancelling one that
+	// would have fired before a later message of the batch would make the
+	// result depend on where the batch was cut.
+	setHere []int64
 }
 
 // NewWindows returns windows of spec aggregated by agg, whose results go
@@ -227,18 +233,22 @@ func floorDiv(t, d int64) int64 {
 // are due, adds the key's messages to their windows (or sends them to the
 // late stream) and saves the key's state and timers. On a state it cannot
 // decode it fails the key (its inputs go to dead letters) and returns the
-// error.
+// error. It is not safe for concurrent use (a guest runs one call at a
+// time).
 func (w *Windows) Process(k *Key) error {
 	s, err := decodeWindowState(k.stateOrNil())
 	if err != nil {
 		k.Fail(err)
 		return err
 	}
+	w.setHere = w.setHere[:0]
 	for t := range k.Timers() {
-		s.firedThrough = max(s.firedThrough, t.TriggerTimestamp)
 		kept := s.open[:0]
 		for _, o := range s.open {
 			if o.end+w.lateness <= t.TriggerTimestamp {
+				// Only a timer that closes a window counts: a session's
+				// stale timer closes nothing.
+				s.firedThrough = max(s.firedThrough, t.TriggerTimestamp)
 				w.emit(k, o)
 			} else {
 				kept = append(kept, o)
@@ -310,7 +320,7 @@ func (w *Windows) add(k *Key, s *windowState, m Message) bool {
 		if i < 0 {
 			s.open = append(s.open, openWindow{start: start, end: end, acc: w.init()})
 			i = len(s.open) - 1
-			k.SetTimer(end + w.lateness)
+			w.setTimer(k, end+w.lateness)
 		}
 		s.open[i].acc = w.agg.Add(s.open[i].acc, m)
 		added = true
@@ -345,14 +355,19 @@ func (w *Windows) addSession(k *Key, s *windowState, m Message) bool {
 		start, end = min(start, o.start), max(end, o.end)
 	}
 	for _, o := range old {
-		if o.end != end {
+		if o.end != end && !slices.Contains(w.setHere, o.end+w.lateness) {
 			k.CancelTimer(o.end + w.lateness)
 		}
 	}
-	k.SetTimer(end + w.lateness)
+	w.setTimer(k, end+w.lateness)
 	s.open = append(kept, openWindow{start: start, end: end, acc: acc})
 	sortOpen(s.open)
 	return true
+}
+
+func (w *Windows) setTimer(k *Key, trigger int64) {
+	k.SetTimer(trigger)
+	w.setHere = append(w.setHere, trigger)
 }
 
 func sortOpen(ws []openWindow) {
