@@ -305,6 +305,7 @@ var windowSpecs = []spec{
 func TestWindowsMatchModel(t *testing.T) {
 	for _, sp := range windowSpecs {
 		t.Run(sp.name, func(t *testing.T) {
+			var sawLate, sawResult bool
 			rapid.Check(t, func(rt *rapid.T) {
 				n := rapid.IntRange(0, 60).Draw(rt, "n")
 				bound := rapid.Int64Range(0, 8).Draw(rt, "bound")
@@ -317,6 +318,8 @@ func TestWindowsMatchModel(t *testing.T) {
 					}
 				}
 				wantRes, wantLate := modelWindows(sp, in, bound)
+				sawLate = sawLate || len(wantLate) > 0
+				sawResult = sawResult || len(wantRes) > 0
 				c := flowhost.Computation{Process: func(b *flowhost.Batch) error {
 					w := windowsFor(sp)
 					for k := range b.Keys() {
@@ -331,6 +334,10 @@ func TestWindowsMatchModel(t *testing.T) {
 					}
 				}
 			})
+			// The generator must reach both paths, or the check proves little.
+			if !sawLate || !sawResult {
+				t.Fatalf("no input had late records (%v) or window results (%v)", sawLate, sawResult)
+			}
 		})
 	}
 }
