@@ -1,6 +1,7 @@
 package flowhost
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -347,7 +348,7 @@ func (w *Windows) addSession(k *Key, s *windowState, m Message) bool {
 	}
 	old := merged
 	merged = append(merged, n)
-	slices.SortFunc(merged, func(a, b openWindow) int { return cmpInt(a.start, b.start)*2 + cmpInt(a.end, b.end) })
+	slices.SortFunc(merged, func(a, b openWindow) int { return cmp.Compare(a.start, b.start)*2 + cmp.Compare(a.end, b.end) })
 	acc := merged[0].acc
 	start, end := merged[0].start, merged[0].end
 	for _, o := range merged[1:] {
@@ -373,18 +374,8 @@ func (w *Windows) setTimer(k *Key, trigger int64) {
 func sortOpen(ws []openWindow) {
 	slices.SortFunc(ws, func(a, b openWindow) int {
 		if a.end != b.end {
-			return cmpInt(a.end, b.end)
+			return cmp.Compare(a.end, b.end)
 		}
-		return cmpInt(a.start, b.start)
+		return cmp.Compare(a.start, b.start)
 	})
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
