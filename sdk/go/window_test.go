@@ -181,7 +181,7 @@ func driveWindows(t *testing.T, c flowhost.Computation, in []windowInput, bound 
 			break
 		}
 		for {
-			req, order := buildRequest(in[l:end], state, timers, wm)
+			req := buildRequest(in[l:end], state, timers, wm)
 			resp, err := flowhost.Run(c, nil, req)
 			if err != nil || resp.Error != "" {
 				t.Fatalf("batch at %d: %v %s", l, err, resp.Error)
@@ -202,7 +202,6 @@ func driveWindows(t *testing.T, c flowhost.Computation, in []windowInput, bound 
 				end = cut
 				continue
 			}
-			_ = order
 			for _, k := range resp.Keys {
 				if k.Error != "" {
 					t.Fatalf("key %q failed: %s", k.Key, k.Error)
@@ -239,7 +238,7 @@ func driveWindows(t *testing.T, c flowhost.Computation, in []windowInput, bound 
 
 // buildRequest makes the request of one batch: per key, the timers due at
 // the batch's first position (removed from pending), then its messages.
-func buildRequest(batch []windowInput, state map[string][]byte, timers map[string][]int64, wm int64) (*abi.Request, []string) {
+func buildRequest(batch []windowInput, state map[string][]byte, timers map[string][]int64, wm int64) *abi.Request {
 	var order []string
 	keys := map[string]*abi.RequestKey{}
 	get := func(key string) *abi.RequestKey {
@@ -275,7 +274,7 @@ func buildRequest(batch []windowInput, state map[string][]byte, timers map[strin
 	for _, key := range order {
 		req.Keys = append(req.Keys, *keys[key])
 	}
-	return req, order
+	return req
 }
 
 func windowsFor(sp spec) *flowhost.Windows {
