@@ -189,6 +189,12 @@ func (r *kafkaRun) complete(t *testing.T, want int) (duration, firstOutput time.
 		return n >= want
 	})
 	duration = time.Since(started)
+	// When the lives before it finished the outputs, this one is signalled
+	// as soon as it starts: it must have begun running (and handling
+	// signals) to be asked to stop, not be killed by SIGTERM's default.
+	l.waitFor(t, fmt.Sprintf("%s: life %d running", r.name, r.lives), func() bool {
+		return strings.Contains(l.log(), "pipeline running")
+	})
 	require.NoError(t, l.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, l.waitExit(t), "%s: life %d; stderr:\n%s", r.name, r.lives, l.log())
 	requireNoPanicIn(t, r.name, l)
