@@ -391,3 +391,12 @@ func (l fatalLogger) Fatalf(format string, args ...interface{}) {
 	fmt.Fprintln(os.Stderr, "flowhost: what was committed before is intact; fix the cause and run again to resume")
 	os.Exit(70)
 }
+
+// BytesWritten returns how many bytes the store has written to disk since
+// it was opened: the write-ahead log, flushed tables and compactions
+// (pebble's metrics). Benchmarks divide it by the records processed.
+func (s *Store) BytesWritten() uint64 {
+	m := s.db.Metrics()
+	t := m.Total()
+	return t.TableBytesFlushed + t.TableBytesCompacted + t.BlobBytesFlushed + t.BlobBytesCompacted
+}
