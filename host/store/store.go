@@ -50,8 +50,10 @@ import (
 )
 
 // FormatVersion is the version of the store's key and value layout. A store
-// written by another format version is refused at Open.
-const FormatVersion = 1
+// written by another format version is refused at Open (no migration):
+// format 2 stores source records and queued messages in the compact codec
+// of codec.go instead of CBOR.
+const FormatVersion = 2
 
 var (
 	// ErrLocked is returned by Open when another process holds the data
@@ -288,7 +290,7 @@ func (s *Store) checkFormat(existing bool) error {
 	}
 	defer closer.Close()
 	if len(v) != 1 || v[0] != FormatVersion {
-		return fmt.Errorf("store: %s was written in store format %v; this flowhost reads format %d", s.dir, v, FormatVersion)
+		return fmt.Errorf("store: %s was written in store format %v; this flowhost reads format %d only (there is no migration): finish or drain the pipeline with the flowhost that wrote it, or remove the directory to start afresh and process everything again", s.dir, v, FormatVersion)
 	}
 	return nil
 }
