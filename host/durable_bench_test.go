@@ -54,13 +54,15 @@ func BenchmarkExactlyOnce(b *testing.B) {
 	for _, parts := range []int{1, 2} {
 		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
 			var mem, durable time.Duration
-			var written uint64
+			var written store.Written
 			for range b.N {
 				mem += runIdentityOn(b, nil, n, parts)
 				st, err := store.Open(b.TempDir(), store.Options{})
 				require.NoError(b, err)
 				durable += runIdentityOn(b, st, n, parts)
-				written += st.BytesWritten()
+				w := st.Written()
+				written.WAL += w.WAL
+				written.Tables += w.Tables
 				require.NoError(b, st.Close())
 			}
 			memRate := float64(n*b.N) / mem.Seconds()
@@ -68,7 +70,8 @@ func BenchmarkExactlyOnce(b *testing.B) {
 			b.ReportMetric(memRate, "memory-msgs/s")
 			b.ReportMetric(eoRate, "exactly-once-msgs/s")
 			b.ReportMetric(eoRate/memRate, "exactly-once/memory")
-			b.ReportMetric(float64(written)/float64(n*b.N), "disk-B/msg")
+			b.ReportMetric(float64(written.Total())/float64(n*b.N), "disk-B/msg")
+			b.ReportMetric(float64(written.WAL)/float64(n*b.N), "wal-B/msg")
 		})
 	}
 }

@@ -394,11 +394,26 @@ func (l fatalLogger) Fatalf(format string, args ...interface{}) {
 	os.Exit(70)
 }
 
-// BytesWritten returns how many bytes the store has written to disk since
-// it was opened: the write-ahead log, flushed tables and compactions
-// (pebble's metrics). Benchmarks divide it by the records processed.
-func (s *Store) BytesWritten() uint64 {
+// Written is what a store has written to disk since it was opened.
+type Written struct {
+	// WAL is the bytes appended to the write-ahead log: every committed
+	// batch, once.
+	WAL uint64
+	// Tables is the bytes of tables written by flushes and compactions
+	// (what outlived the memtable, once per level it passed through).
+	Tables uint64
+}
+
+// Total is all bytes written.
+func (w Written) Total() uint64 { return w.WAL + w.Tables }
+
+// Written returns how many bytes the store has written to disk since it
+// was opened (pebble's metrics). Benchmarks divide it by the records
+// processed.
+func (s *Store) Written() Written {
 	m := s.db.Metrics()
 	t := m.Total()
-	return t.TableBytesFlushed + t.TableBytesCompacted + t.BlobBytesFlushed + t.BlobBytesCompacted
+	all := t.TableBytesFlushed + t.TableBytesCompacted + t.BlobBytesFlushed + t.BlobBytesCompacted
+	// Total counts the WAL as flushed into level 0; Tables excludes it.
+	return Written{WAL: m.WAL.BytesWritten, Tables: all - t.TableBytesIn}
 }
