@@ -106,8 +106,15 @@ func queueKey(d Dest, from ordering.Sender, task ordering.TaskID) keyBuf {
 
 // Enqueue stores m in d's queue under its sender and the TaskId task the
 // sender gave it for d: the order in which recovery hands the queue back.
+// A source record a source reader routes is stored by reference to the
+// source log, which keeps it until every queue has consumed it (see
+// [Store.QueuedSourceFloors]).
 func (b *Batch) Enqueue(d Dest, from ordering.Sender, task ordering.TaskID, m *ordering.Message) {
-	b.scratch = appendMessage(b.scratch[:0], m)
+	if ref, ok := asSourceRef(from, m); ok {
+		b.scratch = appendSourceRef(b.scratch[:0], ref, m)
+	} else {
+		b.scratch = appendMessage(b.scratch[:0], m)
+	}
 	b.set(queueKey(d, from, task), b.scratch)
 }
 

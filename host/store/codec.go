@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 
 	"github.com/flowhost/flowhost/ordering"
 )
@@ -21,6 +23,10 @@ const (
 	// codecMessageV1: id, stream, key, event, system, write, alignment,
 	// parent count, parents, payload.
 	codecMessageV1 byte = 0x02
+	// codecSourceRefV1: a queued source record by reference: stream,
+	// partition, offset, key, event, system, write, alignment. Its
+	// payload is the source record's, read back from the source log.
+	codecSourceRefV1 byte = 0x03
 )
 
 // errCodec is wrapped by every decoding error of a compact value; callers
@@ -203,4 +209,60 @@ func decodeMessage(b []byte) (*ordering.Message, error) {
 		}
 	}
 	return m, nil
+}
+
+// sourceRef is the position of the source record a queued message is.
+type sourceRef struct {
+	stream    string
+	partition int32
+	offset    uint64
+}
+
+// asSourceRef reports whether queued message m, sent by from, is a source
+// record as the source log holds it (a source reader's message with a
+// source id in its own stream and no parents): then the queue stores its
+// position, key and timestamps, not a second copy of its payload.
+func asSourceRef(from ordering.Sender, m *ordering.Message) (sourceRef, bool) {
+	if len(m.Parents) > 0 || !strings.HasPrefix(from.Computation, "source:") {
+		return sourceRef{}, false
+	}
+	root := m.ID.Root()
+	if root.Name != m.Stream || root.Partition < 0 || !m.ID.Equal(ordering.SourceID(root.Name, root.Partition, root.Seq)) {
+		return sourceRef{}, false
+	}
+	return sourceRef{stream: root.Name, partition: root.Partition, offset: root.Seq}, true
+}
+
+func appendSourceRef(b []byte, ref sourceRef, m *ordering.Message) []byte {
+	b = append(b, codecSourceRefV1)
+	b = appendString(b, ref.stream)
+	b = binary.AppendUvarint(b, uint64(ref.partition))
+	b = binary.AppendUvarint(b, ref.offset)
+	b = appendString(b, m.Key)
+	return appendTimes(b, m.Time)
+}
+
+// decodeSourceRef decodes a queued source reference: the message without
+// its payload, and where the payload is.
+func decodeSourceRef(b []byte) (sourceRef, *ordering.Message, error) {
+	r := valueReader{b: b}
+	r.version(codecSourceRefV1, "queued source reference")
+	ref := sourceRef{stream: r.str("stream")}
+	part := r.uvarint("partition")
+	if r.err == nil && part > math.MaxInt32 {
+		r.fail("partition", fmt.Sprintf("%d is out of range", part))
+	}
+	ref.partition = int32(part)
+	ref.offset = r.uvarint("offset")
+	key := r.str("key")
+	t := r.times()
+	if err := r.done(); err != nil {
+		return sourceRef{}, nil, err
+	}
+	if err := ordering.CheckName(ref.stream); err != nil {
+		return sourceRef{}, nil, fmt.Errorf("%w: field stream: %v", errCodec, err)
+	}
+	return ref, &ordering.Message{
+		ID: ordering.SourceID(ref.stream, ref.partition, ref.offset), Stream: ref.stream, Key: key, Time: t,
+	}, nil
 }

@@ -87,3 +87,64 @@ func TestOldFormatRefused(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), dir+" was written in store format [1]; this flowhost reads format 2 only")
 }
+
+// TestQueuedSourceRecordsAreReferences: a source reader's queued record is
+// stored as a reference to the source log, not a second copy of its
+// payload; recovery reads it back whole (with its routing key and
+// timestamps), QueuedSourceFloors reports the lowest offset referred to,
+// and a reference whose record is gone is a precise corruption error.
+func TestQueuedSourceRecordsAreReferences(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	d := Dest{Name: "c", Partition: 1}
+	reader := ordering.Sender{Computation: "source:in", Partition: 0}
+	payload := []byte(`{"k":"a","fill":"0123456789012345678901234567890123456789"}`)
+	b := s.NewBatch()
+	for off := uint64(5); off < 8; off++ {
+		rec := &ordering.Message{ID: ordering.SourceID("events", 0, off), Stream: "events", Time: ordering.Timestamps{Event: int64(off), System: 2, Write: 3, Alignment: 4}, Payload: payload}
+		b.AppendSource("events", 0, off, rec)
+		routed := *rec
+		routed.Key = `["a"]`
+		b.Enqueue(d, reader, ordering.TaskID(off-4), &routed)
+	}
+	// A derived message from a computation keeps its own copy.
+	derived := &ordering.Message{ID: ordering.SourceID("events", 0, 5).Derive("out", 0), Stream: "out", Payload: []byte("x"), Parents: []ordering.MessageID{ordering.SourceID("events", 0, 5)}}
+	b.Enqueue(d, ordering.Sender{Computation: "up", Partition: 0}, 1, derived)
+	require.NoError(t, b.Commit())
+
+	raw, ok, err := s.get(queueKey(d, reader, 1), "queue entry")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, codecSourceRefV1, raw[0])
+	require.Less(t, len(raw), len(payload), "the queue entry holds no copy of the payload")
+
+	var got []*ordering.Message
+	require.NoError(t, s.Queue(d, func(_ ordering.Sender, m *ordering.Message) error { got = append(got, m); return nil }))
+	require.Len(t, got, 4)
+	var refs int
+	for _, m := range got {
+		if m.Stream != "events" {
+			require.Equal(t, "x", string(m.Payload))
+			continue
+		}
+		refs++
+		require.Equal(t, payload, m.Payload)
+		require.Equal(t, `["a"]`, m.Key)
+		require.Equal(t, int64(m.ID.Root().Seq), m.Time.Event)
+		require.Equal(t, ordering.TaskID(m.ID.Root().Seq-4), m.Task)
+	}
+	require.Equal(t, 3, refs)
+
+	floors, err := s.QueuedSourceFloors()
+	require.NoError(t, err)
+	require.Equal(t, map[SourcePartition]uint64{{Stream: "events", Partition: 0}: 5}, floors)
+
+	b = s.NewBatch()
+	b.DeleteSourceBefore("events", 0, 6)
+	require.NoError(t, b.Commit())
+	err = s.Queue(d, func(ordering.Sender, *ordering.Message) error { return nil })
+	require.ErrorIs(t, err, ErrCorrupted)
+	require.ErrorContains(t, err, "queue of c/p1 message from source:in/p0 task 1")
+	require.ErrorContains(t, err, "source record events/p0 offset 5, which the source log no longer holds")
+}
