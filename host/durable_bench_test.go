@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +43,15 @@ func runIdentityOn(tb testing.TB, st *store.Store, n, partitions int) time.Durat
 	return elapsed
 }
 
+// peakRSS returns the process's peak resident set size so far, in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss << 10 // Linux reports kilobytes
+}
+
 // BenchmarkExactlyOnce measures the identity pipeline (native computation,
 // 100-byte payloads, 1000 keys) in memory and exactly-once on a store, one
 // after the other in every iteration, and reports both rates and their
@@ -55,8 +65,10 @@ func BenchmarkExactlyOnce(b *testing.B) {
 		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
 			var mem, durable time.Duration
 			var written store.Written
+			var rssMem, rssEO int64
 			for range b.N {
 				mem += runIdentityOn(b, nil, n, parts)
+				rssMem = max(rssMem, peakRSS())
 				st, err := store.Open(b.TempDir(), store.Options{})
 				require.NoError(b, err)
 				durable += runIdentityOn(b, st, n, parts)
@@ -64,6 +76,7 @@ func BenchmarkExactlyOnce(b *testing.B) {
 				written.WAL += w.WAL
 				written.Tables += w.Tables
 				require.NoError(b, st.Close())
+				rssEO = max(rssEO, peakRSS())
 			}
 			memRate := float64(n*b.N) / mem.Seconds()
 			eoRate := float64(n*b.N) / durable.Seconds()
@@ -72,6 +85,10 @@ func BenchmarkExactlyOnce(b *testing.B) {
 			b.ReportMetric(eoRate/memRate, "exactly-once/memory")
 			b.ReportMetric(float64(written.Total())/float64(n*b.N), "disk-B/msg")
 			b.ReportMetric(float64(written.WAL)/float64(n*b.N), "wal-B/msg")
+			// The process's peak so far: after the first in-memory run,
+			// and after the exactly-once runs (a rise is theirs).
+			b.ReportMetric(float64(rssMem)/(1<<20), "peak-RSS-MB-memory")
+			b.ReportMetric(float64(rssEO)/(1<<20), "peak-RSS-MB-after-exactly-once")
 		})
 	}
 }
