@@ -20,6 +20,15 @@
 // One process holds a data directory at a time; a second one gets
 // [ErrLocked].
 //
+// # One copy of a source record
+//
+// A source record is stored once, in its partition's source log. A queue
+// entry routing it to a computation or a sink holds only its position,
+// routing key and timestamps; recovery reads the payload back from the
+// log, and retention keeps every record a queue still refers to. Records
+// and queued messages use the compact binary codec of codec.go; positions
+// and metadata, written once per batch, stay CBOR.
+//
 // # Why pebble
 //
 // flowhost's commits are many small synced writes from several partitions
