@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,30 +43,55 @@ func runIdentityOn(tb testing.TB, st *store.Store, n, partitions int) time.Durat
 	return elapsed
 }
 
+// peakRSS returns the process's peak resident set size so far, in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss << 10 // Linux reports kilobytes
+}
+
 // BenchmarkExactlyOnce measures the identity pipeline (native computation,
 // 100-byte payloads, 1000 keys) in memory and exactly-once on a store, one
 // after the other in every iteration, and reports both rates and their
 // ratio: exactly-once costs the fsynced commits of ingest, routing, every
-// epoch and the sink, and the queue writes and deletes between them.
+// epoch and the sink, and the queue writes and deletes between them. It
+// also reports the bytes the store wrote per message (disk: WAL, flushes
+// and compactions, from pebble's metrics; wal: the WAL alone) and the
+// process's peak RSS.
 //
-//	go test -run '^$' -bench ExactlyOnce -benchtime 2x ./host/
+//	go test -run '^$' -bench 'ExactlyOnce$' -benchtime 3x ./host/
 func BenchmarkExactlyOnce(b *testing.B) {
 	const n = 200_000
 	for _, parts := range []int{1, 2} {
 		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
 			var mem, durable time.Duration
+			var written store.Written
+			var rssMem, rssEO int64
 			for range b.N {
 				mem += runIdentityOn(b, nil, n, parts)
+				rssMem = max(rssMem, peakRSS())
 				st, err := store.Open(b.TempDir(), store.Options{})
 				require.NoError(b, err)
 				durable += runIdentityOn(b, st, n, parts)
+				w := st.Written()
+				written.WAL += w.WAL
+				written.Tables += w.Tables
 				require.NoError(b, st.Close())
+				rssEO = max(rssEO, peakRSS())
 			}
 			memRate := float64(n*b.N) / mem.Seconds()
 			eoRate := float64(n*b.N) / durable.Seconds()
 			b.ReportMetric(memRate, "memory-msgs/s")
 			b.ReportMetric(eoRate, "exactly-once-msgs/s")
 			b.ReportMetric(eoRate/memRate, "exactly-once/memory")
+			b.ReportMetric(float64(written.Total())/float64(n*b.N), "disk-B/msg")
+			b.ReportMetric(float64(written.WAL)/float64(n*b.N), "wal-B/msg")
+			// The process's peak so far: after the first in-memory run,
+			// and after the exactly-once runs (a rise is theirs).
+			b.ReportMetric(float64(rssMem)/(1<<20), "peak-RSS-MB-memory")
+			b.ReportMetric(float64(rssEO)/(1<<20), "peak-RSS-MB-after-exactly-once")
 		})
 	}
 }

@@ -67,7 +67,8 @@ func (rp Replay) offset(st *store.Store, stream string, part int, end uint64) (u
 }
 
 // retain deletes, every retention interval until ctx ends, the source
-// records every reader has and that were ingested longer than
+// records every reader has, that no queue entry refers to, and that were
+// ingested longer than
 // retention.sources ago (by the wall clock, whatever their
 // WriteTimestamps), and
 // the HTTP sink log records beyond retention.sink_log_records, so the
@@ -97,6 +98,24 @@ func (r *Runtime) retainOnce(pol spec.Retention) error {
 	cutoff := r.opts.now() - int64(pol.Sources)
 	b := st.NewBatch()
 	deleted := 0
+	// Every read position is taken before the queues are scanned: a
+	// message routed after its partition's position was read refers to
+	// an offset at or above it, so no record below the bound is referred
+	// to by an entry the scan did not see.
+	routed := map[store.SourcePartition]uint64{}
+	for _, src := range r.sources {
+		for part := range src.parts {
+			read, _, err := st.Read(src.stream.name, part)
+			if err != nil {
+				return err
+			}
+			routed[store.SourcePartition{Stream: src.stream.name, Partition: part}] = read.Next
+		}
+	}
+	floors, err := st.QueuedSourceFloors()
+	if err != nil {
+		return err
+	}
 	for _, src := range r.sources {
 		name := src.stream.name
 		src.mu.Lock()
@@ -110,10 +129,7 @@ func (r *Runtime) retainOnce(pol spec.Retention) error {
 			r.metrics.retained.Add(float64(n))
 		}
 		for part := range src.parts {
-			read, _, err := st.Read(name, part)
-			if err != nil {
-				return err
-			}
+			sp := store.SourcePartition{Stream: name, Partition: part}
 			first, _, err := st.SourceRange(name, part)
 			if err != nil {
 				return err
@@ -122,7 +138,10 @@ func (r *Runtime) retainOnce(pol spec.Retention) error {
 			if err != nil {
 				return err
 			}
-			upTo = min(upTo, read.Next)
+			upTo = min(upTo, routed[sp])
+			if floor, ok := floors[sp]; ok {
+				upTo = min(upTo, floor) // queued messages refer to these records
+			}
 			if upTo > first {
 				b.DeleteSourceBefore(name, part, upTo)
 				deleted += int(upTo - first)

@@ -16,6 +16,9 @@ type Batch struct {
 	s   *Store
 	b   *pebble.Batch
 	err error // the first encoding error; Commit returns it
+	// scratch is reused for every compact value: pebble copies a value
+	// into the batch, so one buffer serves the whole batch.
+	scratch []byte
 }
 
 // NewBatch starts a batch.
@@ -68,14 +71,8 @@ func sourceKey(stream string, partition int) keyBuf {
 
 // AppendSource stores the source record m at offset of a source partition.
 func (b *Batch) AppendSource(stream string, partition int, offset uint64, m *ordering.Message) {
-	enc, err := encodeRecord(m)
-	if err != nil {
-		if b.err == nil {
-			b.err = fmt.Errorf("store: encoding source record %s: %w", m.ID, err)
-		}
-		return
-	}
-	b.set(sourceKey(stream, partition).u64(offset), enc)
+	b.scratch = appendRecord(b.scratch[:0], m)
+	b.set(sourceKey(stream, partition).u64(offset), b.scratch)
 }
 
 // SetIngest records what a source partition has appended.
@@ -109,15 +106,16 @@ func queueKey(d Dest, from ordering.Sender, task ordering.TaskID) keyBuf {
 
 // Enqueue stores m in d's queue under its sender and the TaskId task the
 // sender gave it for d: the order in which recovery hands the queue back.
+// A source record a source reader routes is stored by reference to the
+// source log, which keeps it until every queue has consumed it (see
+// [Store.QueuedSourceFloors]).
 func (b *Batch) Enqueue(d Dest, from ordering.Sender, task ordering.TaskID, m *ordering.Message) {
-	enc, err := encodeMessage(m)
-	if err != nil {
-		if b.err == nil {
-			b.err = fmt.Errorf("store: encoding message %s for %s: %w", m.ID, d, err)
-		}
-		return
+	if ref, ok := asSourceRef(from, m); ok {
+		b.scratch = appendSourceRef(b.scratch[:0], ref, m)
+	} else {
+		b.scratch = appendMessage(b.scratch[:0], m)
 	}
-	b.set(queueKey(d, from, task), enc)
+	b.set(queueKey(d, from, task), b.scratch)
 }
 
 // Dequeue removes a consumed message from d's queue. A queue key is written

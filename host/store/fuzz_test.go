@@ -14,23 +14,16 @@ func FuzzDecodeMessage(f *testing.F) {
 	m := &ordering.Message{ID: ordering.SourceID("s", 1, 2).Derive("out", 0), Stream: "out", Key: `["k"]`,
 		Time: ordering.Timestamps{Event: -1, System: 2, Write: 3, Alignment: 4}, Payload: []byte(`{"a":1}`),
 		Parents: []ordering.MessageID{ordering.SourceID("s", 1, 2)}}
-	enc, err := encodeMessage(m)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(enc)
-	f.Add([]byte{0x89})
+	f.Add(appendMessage(nil, m))
+	f.Add(appendMessage(nil, &ordering.Message{ID: ordering.SourceID("s", 0, 0)}))
+	f.Add([]byte{codecMessageV1, 0xff})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := decodeMessage(b)
 		if err != nil {
 			return
 		}
-		again, err := encodeMessage(got)
-		if err != nil {
-			t.Fatalf("re-encoding an accepted message: %v", err)
-		}
-		back, err := decodeMessage(again)
+		back, err := decodeMessage(appendMessage(nil, got))
 		if err != nil {
 			t.Fatalf("decoding a re-encoded message: %v", err)
 		}
@@ -58,30 +51,21 @@ func FuzzKeyReader(f *testing.F) {
 	})
 }
 
-// FuzzDecodeRecord feeds arbitrary bytes to the source-record decoder,
-// which reads both encodings (with a key, and without: records stored
-// before keys were): it never panics, and whatever it accepts encodes
-// and decodes again to the same record.
+// FuzzDecodeRecord feeds arbitrary bytes to the source-record decoder: it
+// never panics, and whatever it accepts encodes and decodes again to the
+// same record.
 func FuzzDecodeRecord(f *testing.F) {
 	for _, key := range []string{"", `["k"]`} {
-		enc, err := encodeRecord(&ordering.Message{Key: key, Time: ordering.Timestamps{Event: -1, System: 2, Write: 3, Alignment: 4}, Payload: []byte(`{"a":1}`)})
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(enc)
+		f.Add(appendRecord(nil, &ordering.Message{Key: key, Time: ordering.Timestamps{Event: -1, System: 2, Write: 3, Alignment: 4}, Payload: []byte(`{"a":1}`)}))
 	}
-	f.Add([]byte{0x86})
+	f.Add([]byte{codecRecordV1})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := decodeRecord("s", 1, 2, b)
 		if err != nil {
 			return
 		}
-		again, err := encodeRecord(got)
-		if err != nil {
-			t.Fatalf("re-encoding an accepted record: %v", err)
-		}
-		back, err := decodeRecord("s", 1, 2, again)
+		back, err := decodeRecord("s", 1, 2, appendRecord(nil, got))
 		if err != nil {
 			t.Fatalf("decoding a re-encoded record: %v", err)
 		}
@@ -91,31 +75,43 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-// TestSourceRecordKeys: a source record keeps its key through the store,
-// and one without a key keeps the encoding of records stored before keys
-// were (which still decode).
+// TestSourceRecordKeys: a source record keeps its key, timestamps and
+// payload through the codec.
 func TestSourceRecordKeys(t *testing.T) {
 	tm := ordering.Timestamps{Event: 1, System: 2, Write: 2, Alignment: 2}
 	for _, key := range []string{"", `["o-17"]`, `[{"base64":"/w=="}]`} {
-		enc, err := encodeRecord(&ordering.Message{Key: key, Time: tm, Payload: []byte(`1`)})
+		m, err := decodeRecord("s", 0, 5, appendRecord(nil, &ordering.Message{Key: key, Time: tm, Payload: []byte(`1`)}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if key == "" {
-			old, err := encMode.Marshal(&wireRecord{Event: 1, System: 2, Write: 2, Alignment: 2, Payload: []byte(`1`)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(old, enc) {
-				t.Fatalf("an unkeyed record is encoded %x, not as before (%x)", enc, old)
-			}
-		}
-		m, err := decodeRecord("s", 0, 5, enc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Key != key || m.Time != tm || string(m.Payload) != "1" {
+		if m.Key != key || m.Time != tm || string(m.Payload) != "1" || m.ID.Compare(ordering.SourceID("s", 0, 5)) != 0 {
 			t.Fatalf("key %q: decoded %+v", key, m)
 		}
 	}
+}
+
+// FuzzDecodeSourceRef feeds arbitrary bytes to the decoder of queued
+// source references: it never panics, and whatever it accepts encodes and
+// decodes again to the same reference.
+func FuzzDecodeSourceRef(f *testing.F) {
+	m := &ordering.Message{ID: ordering.SourceID("in", 3, 77), Stream: "in", Key: `["k"]`, Time: ordering.Timestamps{Event: -1, System: 2, Write: 3, Alignment: 4}}
+	ref, ok := asSourceRef(ordering.Sender{Computation: "source:in"}, m)
+	if !ok {
+		f.Fatal("a source record is not taken as a reference")
+	}
+	f.Add(appendSourceRef(nil, ref, m))
+	f.Add([]byte{codecSourceRefV1, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ref, got, err := decodeSourceRef(b)
+		if err != nil {
+			return
+		}
+		back, again, err := decodeSourceRef(appendSourceRef(nil, ref, got))
+		if err != nil {
+			t.Fatalf("decoding a re-encoded reference: %v", err)
+		}
+		if back != ref || again.Key != got.Key || again.Time != got.Time || !again.ID.Equal(got.ID) {
+			t.Fatalf("round trip changed the reference: %+v %+v -> %+v %+v", ref, got, back, again)
+		}
+	})
 }

@@ -15,7 +15,7 @@ const (
 	tableIngest     byte = 'i' // stream, partition -> IngestPosition
 	tableRead       byte = 'r' // stream, partition -> ReadPosition
 	tableSourceWM   byte = 'w' // stream -> Watermarks
-	tableQueue      byte = 'q' // dest kind, dest, dest partition, sender, sender partition, task -> message
+	tableQueue      byte = 'q' // dest kind, dest, dest partition, sender, sender partition, task -> message, or a reference to a source record
 	tableState      byte = 'k' // computation, partition, key -> state
 	tableTimer      byte = 't' // computation, partition, key, trigger -> timer
 	tablePartition  byte = 'e' // computation, partition -> PartitionMeta

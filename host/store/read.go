@@ -189,7 +189,7 @@ func (s *Store) Queue(d Dest, fn func(from ordering.Sender, m *ordering.Message)
 		if err := r.done(); err != nil {
 			return s.corrupt(what, err)
 		}
-		m, err := decodeMessage(v)
+		m, err := s.queued(v)
 		if err != nil {
 			return s.corrupt(fmt.Sprintf("%s message from %v task %d", what, from, task), err)
 		}
@@ -269,4 +269,58 @@ func (s *Store) Idempotent(stream, id string) (Idempotency, bool, error) {
 	var r Idempotency
 	ok, err := s.getCBOR(newKey(tableIdempotent).str(stream).rest(id), "idempotency record", &r)
 	return r, ok, err
+}
+
+// queued decodes a queue value: a message, or a reference to a source
+// record, whose payload it reads from the source log.
+func (s *Store) queued(v []byte) (*ordering.Message, error) {
+	if len(v) == 0 || v[0] != codecSourceRefV1 {
+		return decodeMessage(v)
+	}
+	ref, m, err := decodeSourceRef(v)
+	if err != nil {
+		return nil, err
+	}
+	raw, ok, err := s.get(sourceKey(ref.stream, int(ref.partition)).u64(ref.offset), "source record")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("it refers to source record %s/p%d offset %d, which the source log no longer holds", ref.stream, ref.partition, ref.offset)
+	}
+	rec, err := decodeRecord(ref.stream, int(ref.partition), ref.offset, raw)
+	if err != nil {
+		return nil, fmt.Errorf("source record %s/p%d offset %d: %w", ref.stream, ref.partition, ref.offset, err)
+	}
+	m.Payload = rec.Payload
+	return m, nil
+}
+
+// SourcePartition names a source stream's partition.
+type SourcePartition struct {
+	Stream    string
+	Partition int
+}
+
+// QueuedSourceFloors returns, for every source partition that queued
+// messages refer to, the lowest offset referred to: the source log must
+// keep its records from there on, since those queue entries hold no copy of
+// their payloads (retention deletes below the floor only).
+func (s *Store) QueuedSourceFloors() (map[SourcePartition]uint64, error) {
+	floors := map[SourcePartition]uint64{}
+	err := s.scan(newKey(tableQueue), nil, "queues", func(_, v []byte) error {
+		if len(v) == 0 || v[0] != codecSourceRefV1 {
+			return nil
+		}
+		ref, _, err := decodeSourceRef(v)
+		if err != nil {
+			return s.corrupt("queued source reference", err)
+		}
+		sp := SourcePartition{Stream: ref.stream, Partition: int(ref.partition)}
+		if f, ok := floors[sp]; !ok || ref.offset < f {
+			floors[sp] = ref.offset
+		}
+		return nil
+	})
+	return floors, err
 }

@@ -5,8 +5,6 @@ import (
 	"slices"
 
 	"github.com/fxamacker/cbor/v2"
-
-	"github.com/flowhost/flowhost/ordering"
 )
 
 // Dest is a queue's owner: a computation partition or a sink. Each has one
@@ -123,44 +121,6 @@ type SinkBatchSender struct {
 	Task        uint64 `cbor:"3,keyasint"`
 }
 
-// wireMessage is a queued message. The id and parents are stored as their
-// canonical text: they are parsed only at recovery.
-type wireMessage struct {
-	_         struct{} `cbor:",toarray"`
-	ID        string
-	Stream    string
-	Key       string
-	Event     int64
-	System    int64
-	Write     int64
-	Alignment int64
-	Parents   []string
-	Payload   []byte
-}
-
-// wireRecord is a source record; its id and stream follow from its key.
-type wireRecord struct {
-	_         struct{} `cbor:",toarray"`
-	Event     int64
-	System    int64
-	Write     int64
-	Alignment int64
-	Payload   []byte
-}
-
-// wireKeyedRecord is a source record with a key (a kafka source's): one
-// more element than wireRecord, so that records without a key, and those
-// stored before keys were, keep their encoding.
-type wireKeyedRecord struct {
-	_         struct{} `cbor:",toarray"`
-	Event     int64
-	System    int64
-	Write     int64
-	Alignment int64
-	Payload   []byte
-	Key       string
-}
-
 // wireTimer is a pending timer; key and trigger are in its store key.
 type wireTimer struct {
 	_       struct{} `cbor:",toarray"`
@@ -185,79 +145,4 @@ func init() {
 	}).DecMode(); err != nil {
 		panic(err)
 	}
-}
-
-func encodeMessage(m *ordering.Message) ([]byte, error) {
-	w := wireMessage{
-		ID: m.ID.String(), Stream: m.Stream, Key: m.Key,
-		Event: m.Time.Event, System: m.Time.System, Write: m.Time.Write, Alignment: m.Time.Alignment,
-		Payload: m.Payload,
-	}
-	if len(m.Parents) > 0 {
-		w.Parents = make([]string, len(m.Parents))
-		for i, p := range m.Parents {
-			w.Parents[i] = p.String()
-		}
-	}
-	return encMode.Marshal(&w)
-}
-
-func decodeMessage(b []byte) (*ordering.Message, error) {
-	var w wireMessage
-	if err := decMode.Unmarshal(b, &w); err != nil {
-		return nil, err
-	}
-	id, err := ordering.ParseMessageID(w.ID)
-	if err != nil {
-		return nil, fmt.Errorf("message id: %w", err)
-	}
-	m := &ordering.Message{
-		ID: id, Stream: w.Stream, Key: w.Key,
-		Time:    ordering.Timestamps{Event: w.Event, System: w.System, Write: w.Write, Alignment: w.Alignment},
-		Payload: w.Payload,
-	}
-	if len(w.Parents) > 0 {
-		m.Parents = make([]ordering.MessageID, len(w.Parents))
-		for i, p := range w.Parents {
-			if m.Parents[i], err = ordering.ParseMessageID(p); err != nil {
-				return nil, fmt.Errorf("parent %d: %w", i, err)
-			}
-		}
-	}
-	if m.Payload == nil {
-		m.Payload = []byte{}
-	}
-	return m, nil
-}
-
-func encodeRecord(m *ordering.Message) ([]byte, error) {
-	if m.Key != "" {
-		return encMode.Marshal(&wireKeyedRecord{Event: m.Time.Event, System: m.Time.System, Write: m.Time.Write, Alignment: m.Time.Alignment, Payload: m.Payload, Key: m.Key})
-	}
-	return encMode.Marshal(&wireRecord{Event: m.Time.Event, System: m.Time.System, Write: m.Time.Write, Alignment: m.Time.Alignment, Payload: m.Payload})
-}
-
-func decodeRecord(stream string, partition int, offset uint64, b []byte) (*ordering.Message, error) {
-	var w wireKeyedRecord
-	if len(b) > 0 && b[0] == 0x86 { // a CBOR array of 6: keyed
-		if err := decMode.Unmarshal(b, &w); err != nil {
-			return nil, err
-		}
-	} else {
-		var u wireRecord
-		if err := decMode.Unmarshal(b, &u); err != nil {
-			return nil, err
-		}
-		w = wireKeyedRecord{Event: u.Event, System: u.System, Write: u.Write, Alignment: u.Alignment, Payload: u.Payload}
-	}
-	if w.Payload == nil {
-		w.Payload = []byte{}
-	}
-	return &ordering.Message{
-		ID:      ordering.SourceID(stream, int32(partition), offset),
-		Stream:  stream,
-		Key:     w.Key,
-		Time:    ordering.Timestamps{Event: w.Event, System: w.System, Write: w.Write, Alignment: w.Alignment},
-		Payload: w.Payload,
-	}, nil
 }

@@ -28,6 +28,8 @@ func TestResetEmptiesOnlyWhatTheReplayDerivesAgain(t *testing.T) {
 	}
 	enqueue := func(d Dest, from ordering.Sender, task ordering.TaskID) {
 		m := msg(ordering.SourceID("s", int32(from.Partition), uint64(task)), "s", "k", 1, "p")
+		// A source reader's queued records refer to the source log.
+		b.AppendSource("s", from.Partition, uint64(task), m)
 		b.Enqueue(d, from, task, m)
 	}
 	enqueue(count, replayed, 1)
