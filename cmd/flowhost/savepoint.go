@@ -89,7 +89,7 @@ flowhost run --from-savepoint DIR starts a run from it (see flowhost run
 				// RequestSavepoint bounds the request itself.
 				hc := *c.HTTP
 				hc.Timeout = 0
-				sp, err = host.RequestSavepoint(cmd.Context(), c.Base, args[0],
+				sp, err = host.RequestSavepoint(cmd.Context(), addr, args[0],
 					host.WithSavepointToken(c.Token), host.WithSavepointHTTPClient(&hc))
 			default:
 				dir, rerr := host.ResolveDataDir(dataDir, specPath)
