@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/flowhost/flowhost/host/spec"
@@ -72,10 +73,37 @@ func CreateSavepoint(dataDir, dest string) (Savepoint, error) {
 	return Savepoint{Dir: dest, SavepointInfo: info}, err
 }
 
+// SavepointOption configures [RequestSavepoint].
+type SavepointOption func(*savepointRequest)
+
+type savepointRequest struct {
+	token  string
+	client *http.Client
+}
+
+// WithSavepointToken sends token as the bearer token (Authorization:
+// Bearer TOKEN), which a pipeline run with --metrics-token-file requires
+// on every request to its metrics address; an empty token sends none.
+func WithSavepointToken(token string) SavepointOption {
+	return func(r *savepointRequest) { r.token = token }
+}
+
+// WithSavepointHTTPClient makes the request with c, such as one that
+// trusts the pipeline's self-signed https certificate
+// ([opview.HTTPClient]); the default is [http.DefaultClient].
+func WithSavepointHTTPClient(c *http.Client) SavepointOption {
+	return func(r *savepointRequest) { r.client = c }
+}
+
 // RequestSavepoint asks the running pipeline whose metrics server listens
-// on addr (its --metrics-addr) for a savepoint into dest, a directory on
-// its machine (made absolute here).
-func RequestSavepoint(ctx context.Context, addr, dest string) (Savepoint, error) {
+// on addr (its --metrics-addr: HOST:PORT, or an http:// or https:// URL)
+// for a savepoint into dest, a directory on its machine (made absolute
+// here).
+func RequestSavepoint(ctx context.Context, addr, dest string, opts ...SavepointOption) (Savepoint, error) {
+	o := savepointRequest{client: http.DefaultClient}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	abs, err := filepath.Abs(dest)
 	if err != nil {
 		return Savepoint{}, err
@@ -86,13 +114,20 @@ func RequestSavepoint(ctx context.Context, addr, dest string) (Savepoint, error)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	url := "http://" + addr + SavepointPath
+	base := addr
+	if !strings.Contains(addr, "://") {
+		base = "http://" + addr
+	}
+	url := strings.TrimRight(base, "/") + SavepointPath
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return Savepoint{}, fmt.Errorf("savepoint: --addr %q: %w", addr, err)
 	}
+	if o.token != "" {
+		req.Header.Set("Authorization", "Bearer "+o.token)
+	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := o.client.Do(req)
 	if err != nil {
 		return Savepoint{}, fmt.Errorf("savepoint: no running pipeline answers at --addr %s (its --metrics-addr): %w", addr, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flowhost/flowhost/host/opview"
 	"github.com/flowhost/flowhost/host/store"
 )
 
@@ -102,4 +103,34 @@ func FuzzParseSavepointRequest(f *testing.F) {
 			t.Fatalf("accepted %q from %q", dir, b)
 		}
 	})
+}
+
+// TestRequestSavepointSendsToken takes a savepoint through a metrics
+// server that requires a bearer token (run --metrics-token-file): without
+// the token the request is refused with the server's reason, with it the
+// savepoint is taken.
+func TestRequestSavepointSendsToken(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "data"), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	require.NoError(t, st.Bind("shape"))
+	const token = "s3cret-token"
+	srv := httptest.NewServer(opview.Protect(token, savepointHandler(st)))
+	defer srv.Close()
+
+	sp := filepath.Join(dir, "sp")
+	_, err = RequestSavepoint(context.Background(), srv.URL, sp)
+	require.ErrorContains(t, err, "missing bearer token")
+	_, err = RequestSavepoint(context.Background(), srv.URL, sp, WithSavepointToken("wrong"))
+	require.ErrorContains(t, err, "bad bearer token")
+	_, err = os.Stat(sp)
+	require.True(t, os.IsNotExist(err), "a refused request writes nothing")
+
+	got, err := RequestSavepoint(context.Background(), strings.TrimPrefix(srv.URL, "http://"), sp,
+		WithSavepointToken(token), WithSavepointHTTPClient(srv.Client()))
+	require.NoError(t, err)
+	require.Equal(t, sp, got.Dir)
+	_, err = store.ReadSavepoint(sp)
+	require.NoError(t, err)
 }

@@ -55,7 +55,7 @@ func addReplayFlags(cmd *cobra.Command, cfg *host.RunConfig) {
 
 func newSavepoint() *cobra.Command {
 	cmd := &cobra.Command{Use: "savepoint", Short: "Take consistent snapshots of a pipeline's data directory"}
-	var dataDir, specPath, addr string
+	var dataDir, specPath, addr, tokenFile, caFile string
 	create := &cobra.Command{
 		Use:   "create DIR (--addr HOST:PORT | --data-dir DATA | -f PIPELINE.yaml)",
 		Short: "Write a consistent snapshot of a running or stopped pipeline into DIR",
@@ -80,7 +80,17 @@ flowhost run --from-savepoint DIR starts a run from it (see flowhost run
 			case addr != "" && (dataDir != "" || specPath != ""):
 				return errors.New("give --addr for a running pipeline or --data-dir / -f for a stopped one, not both")
 			case addr != "":
-				sp, err = host.RequestSavepoint(cmd.Context(), addr, args[0])
+				vf := viewFlags{addr: addr, tokenFile: tokenFile, caFile: caFile}
+				c, cerr := vf.client()
+				if cerr != nil {
+					return cerr
+				}
+				// A large savepoint outlasts the status client's timeout;
+				// RequestSavepoint bounds the request itself.
+				hc := *c.HTTP
+				hc.Timeout = 0
+				sp, err = host.RequestSavepoint(cmd.Context(), addr, args[0],
+					host.WithSavepointToken(c.Token), host.WithSavepointHTTPClient(&hc))
 			default:
 				dir, rerr := host.ResolveDataDir(dataDir, specPath)
 				if rerr != nil {
@@ -100,6 +110,8 @@ flowhost run --from-savepoint DIR starts a run from it (see flowhost run
 		},
 	}
 	create.Flags().StringVar(&addr, "addr", "", "metrics address of the running pipeline (its --metrics-addr)")
+	create.Flags().StringVar(&tokenFile, "token-file", "", "with --addr: file holding the bearer token the pipeline requires (its --metrics-token-file)")
+	create.Flags().StringVar(&caFile, "ca-file", "", "with --addr: PEM certificate the pipeline's https certificate must be signed by")
 	create.Flags().StringVar(&dataDir, "data-dir", "", "data directory of the stopped pipeline")
 	create.Flags().StringVarP(&specPath, "file", "f", "", "pipeline spec whose default data directory to read")
 	cmd.AddCommand(create)
