@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,15 +40,6 @@ func runIdentityOn(tb testing.TB, st *store.Store, n, partitions int) time.Durat
 	elapsed := time.Since(start)
 	require.Equal(tb, n, sink.n)
 	return elapsed
-}
-
-// peakRSS returns the process's peak resident set size so far, in bytes.
-func peakRSS() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Maxrss << 10 // Linux reports kilobytes
 }
 
 // BenchmarkExactlyOnce measures the identity pipeline (native computation,
