@@ -6,7 +6,16 @@
 //
 // The interfaces here are engine-neutral so that a second implementation
 // (wasmtime) can sit behind them; NewWazero returns the default, pure-Go
-// implementation.
+// implementation, NewWasmtime the cgo one.
+//
+// Choosing between them: every plugin of a flowhost run has a CPU limit
+// (Config.WithInterruptible), and with limits on wasmtime is measured
+// several times faster (BenchmarkEngines here, BenchmarkEnginesThroughRuntime
+// in package host): its epoch interruption is a load and a compare, while
+// wazero's WithCloseOnContextDone calls back into Go on every loop
+// back-edge. wazero stays the default for now because it needs no cgo
+// and the suite has not been verified with wasmtime as the default; the
+// README's "Sandboxing and tenants" section gives the figures.
 //
 // Failures of a guest are *GuestError values naming the plugin, the
 // operation and the cause (ErrTrap, ErrDeadline, ErrStatus, ...). After a
