@@ -537,7 +537,7 @@ func (s *KafkaSource) handle(r *kgo.Record, next []int64, chunk *[]Record) error
 		}
 		return s.cfg.Reject(rej)
 	}
-	rec.Payload, rec.Event, rec.HasEvent, rec.ID = lr.Payload, event, true, lr.ID
+	rec.Payload, rec.Event, rec.HasEvent, rec.ID, rec.Parents = lr.Payload, event, true, lr.ID, lr.Parents
 	*chunk = append(*chunk, rec)
 	return nil
 }
