@@ -90,7 +90,7 @@ type KafkaSourceConfig struct {
 // its EventTimestamp the configured one, its key the Kafka key (as
 // [keys.OfBytes] writes it; no key, no message key), its payload the
 // Kafka value in the source's format (json: it must be JSON; raw: its
-// bytes as they are; envelope: the payload, event_ts and id of the
+// bytes as they are; envelope: the payload, event_ts, id and parents of the
 // wrapper, whose write_ts must be left out).
 //
 // The records are emitted in all-or-nothing groups ([Record.More]) of at
