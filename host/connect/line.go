@@ -35,7 +35,7 @@ type LineRecord struct {
 type LineError struct {
 	// Column is the 1-based byte column of the fault.
 	Column int
-	// Field is the record field at fault (write_ts, event_ts, payload, id,
+	// Field is the record field at fault (write_ts, event_ts, payload, id, parents,
 	// or the unknown field's name), or empty when the line's JSON form is.
 	Field string
 	Err   error
