@@ -32,9 +32,11 @@
 // payload (any JSON value, kept as its raw bytes) is required; write_ts,
 // event_ts, id and parents are optional. parents (at most [MaxParents]
 // message ids in their canonical text form) become the parents of the
-// record's message, as those of a computation's output are: flowhost
-// dead-letters replay names there the message that was refused, so that
-// the lineage of the replayed record reaches back to it. id is an idempotency key (see
+// record's message, as those of a computation's output are (they are
+// lineage only: the record's timestamps and order are a source record's):
+// flowhost dead-letters replay names there the message that was refused,
+// so that the lineage of the replayed record reaches back to it. id is an
+// idempotency key (see
 // [Record.ID]): a non-empty string of at most [MaxIDBytes] bytes. A timestamp is an integer of nanoseconds since the
 // Unix epoch or an RFC 3339 string ("2024-05-01T10:00:00.5Z"); null counts
 // as absent. Without write_ts the host stamps the ingest time (give write_ts
