@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flowhost/flowhost/host/connect"
+	"github.com/flowhost/flowhost/host/opview"
 	"github.com/flowhost/flowhost/plugins"
 )
 
@@ -45,7 +46,10 @@ var replaySourceLine = regexp.MustCompile(`"http source listening" source=in url
 // dead-letters every record; after the fix (a new version of the plugin)
 // the next run on the same data directory gets them again from
 // flowhost dead-letters replay, through its HTTP source, and the sink
-// holds each exactly once, though the replay ran twice.
+// holds each exactly once, though the replay ran twice. The replayed
+// record's message has the refused message's id as its parent, so the
+// lineage of what the fixed version made of it reaches back to the
+// original.
 func TestDeadLettersReplayReachesTheSinkExactlyOnce(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -62,6 +66,7 @@ computations:
     on_failure: {retries: 0, quarantine_after: 0}
 sinks:
   - {name: sink, type: file, streams: [out], file: {path: out.jsonl}}
+  - {name: lineage, type: file, streams: [raw], file: {path: raw.jsonl}}
 dead_letter: {type: file, file: {path: dead-letter.jsonl}}
 `), 0o644))
 	dataDir := filepath.Join(dir, "data")
@@ -89,6 +94,18 @@ dead_letter: {type: file, file: {path: dead-letter.jsonl}}
 		return strings.Count(string(b), "\n") == 3
 	})
 	stop(r)
+	// The id of the message each payload was refused as, from the
+	// dead letters' origins.
+	original := map[string]string{}
+	deadData, err := os.ReadFile(deadFile)
+	require.NoError(t, err)
+	for _, line := range lines(string(deadData)) {
+		var d opview.DeadLetter
+		require.NoError(t, json.Unmarshal([]byte(line), &d), line)
+		require.NotEmpty(t, opview.ReplayParent(d), line)
+		original[string(d.Record)] = opview.ReplayParent(d)
+	}
+	require.Len(t, original, 3)
 
 	// The fixed version runs on the same data directory; the dead
 	// letters are replayed into it, twice.
@@ -110,13 +127,46 @@ dead_letter: {type: file, file: {path: dead-letter.jsonl}}
 	require.Equal(t, int64(4), s.Sources[0].Records, "the second replay's records were acknowledged, not appended again")
 	require.Zero(t, s.Computations[0].DeadLetters, "the fixed version refuses nothing")
 
+	// The source stream as the lineage sink holds it: the first run's
+	// records, without parents, and the replayed ones, each once, with
+	// the refused message as their parent.
+	rawParents := map[string][]string{} // message id -> parents
+	replayed := map[string][]string{}   // payload -> parents of its replayed message
+	rawData, err := os.ReadFile(filepath.Join(dir, "raw.jsonl"))
+	require.NoError(t, err)
+	for _, line := range lines(string(rawData)) {
+		var rec connect.SinkRecord
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		rawParents[rec.MessageID] = rec.Parents
+		if len(rec.Parents) > 0 {
+			_, twice := replayed[string(rec.Payload)]
+			require.False(t, twice, "%s replayed twice", rec.Payload)
+			replayed[string(rec.Payload)] = rec.Parents
+		}
+	}
+	want := map[string][]string{}
+	for payload, id := range original {
+		want[payload] = []string{id}
+	}
+	require.Equal(t, want, replayed, "each replayed record's parent is the message that was refused")
+
+	var got []string
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
-	var got []string
 	for _, line := range lines(string(data)) {
 		var rec connect.SinkRecord
 		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
 		got = append(got, string(rec.Payload))
+		// The output's lineage: its parent, the replayed record, has the
+		// original as its parent; the record posted afresh has none.
+		require.Len(t, rec.Parents, 1, line)
+		grand, ok := rawParents[rec.Parents[0]]
+		require.True(t, ok, "parent %s of %s is not in the source stream", rec.Parents[0], line)
+		if id, wasRefused := original[string(rec.Payload)]; wasRefused {
+			require.Equal(t, []string{id}, grand, line)
+		} else {
+			require.Empty(t, grand, line)
+		}
 	}
 	sort.Strings(got)
 	require.Equal(t, []string{`{"n":1}`, `{"n":2}`, `{"n":3}`, `{"n":4}`}, got, "each replayed dead letter exactly once")

@@ -17,7 +17,7 @@ func ExampleParseLine() {
 	fmt.Println(err)
 	// Output:
 	// 1714557600000000000 false {"order_id":"o-17"} <nil>
-	// column 14: unknown field "evnt_ts" (want write_ts, event_ts, payload, id)
+	// column 14: unknown field "evnt_ts" (want write_ts, event_ts, payload, id, parents)
 }
 
 func ExamplePartitioner() {

@@ -76,7 +76,7 @@ func (in *intake) parse(line []byte, origin string) (Record, *Rejection, lineFau
 		Stream: in.stream, Partition: partition, RoundRobin: in.partitioner.RoundRobin(),
 		Event: lr.Event, HasEvent: lr.HasEvent,
 		Write: lr.Write, HasWrite: lr.HasWrite,
-		Payload: lr.Payload, Origin: origin, ID: lr.ID,
+		Payload: lr.Payload, Origin: origin, ID: lr.ID, Parents: lr.Parents,
 	}, nil, lineFault{}
 }
 

@@ -174,7 +174,7 @@ func TestHTTPSourceRequestSemantics(t *testing.T) {
 			resp: ingestResponse{Invalid: 4,
 				Error: "4 of 6 records are invalid, so none was accepted: fix or remove them and send the request again",
 				Refused: []refusal{
-					{Line: 2, Column: 21, Field: "extra", Error: `unknown field "extra" (want write_ts, event_ts, payload, id)`},
+					{Line: 2, Column: 21, Field: "extra", Error: `unknown field "extra" (want write_ts, event_ts, payload, id, parents)`},
 					{Line: 3, Field: "payload", Error: `partition_by: payload lacks group_by field "id"`},
 					{Line: 5, Column: 32, Field: "write_ts", Error: `write_ts: "soon" is not an RFC 3339 time`},
 					{Line: 6, Column: 12, Error: `line ends inside the JSON object`},

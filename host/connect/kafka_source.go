@@ -90,7 +90,7 @@ type KafkaSourceConfig struct {
 // its EventTimestamp the configured one, its key the Kafka key (as
 // [keys.OfBytes] writes it; no key, no message key), its payload the
 // Kafka value in the source's format (json: it must be JSON; raw: its
-// bytes as they are; envelope: the payload, event_ts and id of the
+// bytes as they are; envelope: the payload, event_ts, id and parents of the
 // wrapper, whose write_ts must be left out).
 //
 // The records are emitted in all-or-nothing groups ([Record.More]) of at
@@ -537,7 +537,7 @@ func (s *KafkaSource) handle(r *kgo.Record, next []int64, chunk *[]Record) error
 		}
 		return s.cfg.Reject(rej)
 	}
-	rec.Payload, rec.Event, rec.HasEvent, rec.ID = lr.Payload, event, true, lr.ID
+	rec.Payload, rec.Event, rec.HasEvent, rec.ID, rec.Parents = lr.Payload, event, true, lr.ID, lr.Parents
 	*chunk = append(*chunk, rec)
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/flowhost/flowhost/ordering"
 )
 
 // LineRecord is one parsed line of the record line format (see the package
@@ -22,13 +24,18 @@ type LineRecord struct {
 	Payload []byte
 	// ID is the record's idempotency key, if it has one (field "id").
 	ID string
+	// Parents are the ids of the messages the record derives from (field
+	// "parents"), nil for none: a dead letter replayed by flowhost
+	// dead-letters replay names the refused message, so that its lineage
+	// reaches back to it.
+	Parents []ordering.MessageID
 }
 
 // LineError says where and why a record line is malformed.
 type LineError struct {
 	// Column is the 1-based byte column of the fault.
 	Column int
-	// Field is the record field at fault (write_ts, event_ts, payload, id,
+	// Field is the record field at fault (write_ts, event_ts, payload, id, parents,
 	// or the unknown field's name), or empty when the line's JSON form is.
 	Field string
 	Err   error
@@ -52,7 +59,7 @@ func ParseLine(line []byte) (LineRecord, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return rec, &LineError{Column: start + 1, Err: errors.New("a record line must be a JSON object")}
 	}
-	var seenWrite, seenEvent, seenPayload, seenID bool
+	var seenWrite, seenEvent, seenPayload, seenID, seenParents bool
 	for p.dec.More() {
 		keyAt := p.skip(int(p.dec.InputOffset()))
 		tok, err := p.dec.Token()
@@ -78,8 +85,11 @@ func ParseLine(line []byte) (LineRecord, error) {
 		case "id":
 			seen = &seenID
 			rec.ID, err = parseID(raw)
+		case "parents":
+			seen = &seenParents
+			rec.Parents, err = parseParents(raw)
 		default:
-			return rec, &LineError{Column: keyAt + 1, Field: name, Err: fmt.Errorf("unknown field %q (want write_ts, event_ts, payload, id)", name)}
+			return rec, &LineError{Column: keyAt + 1, Field: name, Err: fmt.Errorf("unknown field %q (want write_ts, event_ts, payload, id, parents)", name)}
 		}
 		if *seen {
 			return rec, &LineError{Column: keyAt + 1, Field: name, Err: fmt.Errorf("field %q appears twice", name)}
@@ -116,6 +126,37 @@ func parseID(raw json.RawMessage) (string, error) {
 		return "", fmt.Errorf("expected 1 to %d bytes, got %d", MaxIDBytes, len(id))
 	}
 	return id, nil
+}
+
+// MaxParents bounds the parents a record names.
+const MaxParents = 64
+
+// parseParents reads a record's parents: an array of at most MaxParents
+// message ids in their canonical text form ([ordering.MessageID.String]),
+// none empty; null or [] is none.
+func parseParents(raw json.RawMessage) ([]ordering.MessageID, error) {
+	var texts []string
+	if err := json.Unmarshal(raw, &texts); err != nil {
+		return nil, errors.New("expected an array of message id strings")
+	}
+	if len(texts) > MaxParents {
+		return nil, fmt.Errorf("%d parents, at most %d", len(texts), MaxParents)
+	}
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	parents := make([]ordering.MessageID, len(texts))
+	for i, t := range texts {
+		if t == "" {
+			return nil, fmt.Errorf("parent %d: empty id", i)
+		}
+		id, err := ordering.ParseMessageID(t)
+		if err != nil {
+			return nil, fmt.Errorf("parent %d: %w", i, err)
+		}
+		parents[i] = id
+	}
+	return parents, nil
 }
 
 type lineParser struct {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flowhost/flowhost/ordering"
 )
 
 func TestParseLine(t *testing.T) {
@@ -21,6 +23,10 @@ func TestParseLine(t *testing.T) {
 		{`{"payload":null}`, LineRecord{Payload: []byte(`null`)}},
 		{`{"event_ts":"2024-05-01T10:00:00.5Z","payload":1}`, LineRecord{Event: 1714557600500000000, HasEvent: true, Payload: []byte(`1`)}},
 		{`{"write_ts":"2024-05-01T12:00:00+02:00","payload":1}`, LineRecord{Write: 1714557600000000000, HasWrite: true, Payload: []byte(`1`)}},
+		{`{"parents":["raw/p0:2","spin/p1:7>out:0"],"payload":1}`, LineRecord{Payload: []byte(`1`), Parents: []ordering.MessageID{
+			ordering.SourceID("raw", 0, 2), ordering.SourceID("spin", 1, 7).Derive("out", 0)}}},
+		{`{"parents":[],"payload":1}`, LineRecord{Payload: []byte(`1`)}},
+		{`{"parents":null,"payload":1}`, LineRecord{Payload: []byte(`1`)}},
 	}
 	for _, tt := range tests {
 		got, err := ParseLine([]byte(tt.line))
@@ -52,6 +58,10 @@ func TestParseLineErrors(t *testing.T) {
 		{`{"payload" 1}`, 12, "invalid JSON"},
 		{`{"payload":1,}`, 14, "invalid JSON"},
 		{``, 1, "empty line"},
+		{`{"payload":1,"parents":"raw/p0:2"}`, 24, "parents: expected an array of message id strings"},
+		{`{"payload":1,"parents":[""]}`, 24, "parents: parent 0: empty id"},
+		{`{"payload":1,"parents":["raw/p0:2","raw:x"]}`, 24, "parents: parent 1: "},
+		{`{"payload":1,"parents":[],"parents":[]}`, 27, `field "parents" appears twice`},
 	}
 	for _, tt := range tests {
 		_, err := ParseLine([]byte(tt.line))
@@ -69,6 +79,7 @@ func FuzzFileLine(f *testing.F) {
 	f.Add([]byte(`{"payload":1,"evnt_ts":1}`))
 	f.Add([]byte(`{"payload":1} x`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"parents":["raw/p0:2","a:1>b/p3:4"],"payload":0}`))
 	f.Add([]byte(`{"payload":"\u00e9\ud800"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		rec, err := ParseLine(line)
@@ -92,6 +103,14 @@ func FuzzFileLine(f *testing.F) {
 		}
 		if rec.HasEvent {
 			again += `,"event_ts":` + strconv.FormatInt(rec.Event, 10)
+		}
+		if rec.ID != "" {
+			id, _ := json.Marshal(rec.ID)
+			again += `,"id":` + string(id)
+		}
+		if rec.Parents != nil {
+			parents, _ := json.Marshal(rec.Parents) // MessageID marshals as its canonical text
+			again += `,"parents":` + string(parents)
 		}
 		again += "}"
 		rec2, err := ParseLine([]byte(again))

@@ -27,10 +27,16 @@
 //
 // Format envelope is JSON lines, each an object
 //
-//	{"write_ts": 1714557600000000000, "event_ts": 1714557599000000000, "id": "order-17", "payload": {...}}
+//	{"write_ts": 1714557600000000000, "event_ts": 1714557599000000000, "id": "order-17", "parents": ["raw/p0:2"], "payload": {...}}
 //
 // payload (any JSON value, kept as its raw bytes) is required; write_ts,
-// event_ts and id are optional. id is an idempotency key (see
+// event_ts, id and parents are optional. parents (at most [MaxParents]
+// message ids in their canonical text form) become the parents of the
+// record's message, as those of a computation's output are (they are
+// lineage only: the record's timestamps and order are a source record's):
+// flowhost dead-letters replay names there the message that was refused,
+// so that the lineage of the replayed record reaches back to it. id is an
+// idempotency key (see
 // [Record.ID]): a non-empty string of at most [MaxIDBytes] bytes. A timestamp is an integer of nanoseconds since the
 // Unix epoch or an RFC 3339 string ("2024-05-01T10:00:00.5Z"); null counts
 // as absent. Without write_ts the host stamps the ingest time (give write_ts
@@ -97,6 +103,7 @@ import (
 	"sync/atomic"
 
 	"github.com/flowhost/flowhost/host/keys"
+	"github.com/flowhost/flowhost/ordering"
 )
 
 // Record is one record a source hands to the host.
@@ -144,6 +151,10 @@ type Record struct {
 	// Keys are remembered until the source's event watermark passes the
 	// record's event time by retention.idempotency.
 	ID string
+	// Parents, when not nil, become the parents of the record's message
+	// (field "parents" of the record line format): a replayed dead letter
+	// names the message that was refused.
+	Parents []ordering.MessageID
 	// Sync asks the host to make this record and every earlier one durable
 	// before emit returns: an HTTP source acknowledges a request only
 	// then. Without it the host commits records in groups.

@@ -110,10 +110,11 @@ func FuzzReadDeadLetters(f *testing.F) {
 
 func TestReplayIDAndReplayable(t *testing.T) {
 	for _, tc := range []struct {
-		origin, encoding, record, id, refused string
+		origin, encoding, record, id, parent, refused string
 	}{
-		{origin: "parse <- raw raw/p0:7", record: `{"a":1}`, id: "dead-letter:parse:raw/p0:7"},
-		{origin: "score <- parsed parse/0:1.2", record: `{}`, id: "dead-letter:score:parse/0:1.2"},
+		{origin: "parse <- raw raw/p0:7", record: `{"a":1}`, id: "dead-letter:parse:raw/p0:7", parent: "raw/p0:7"},
+		{origin: "score <- parsed raw/p1:3>parsed:2", record: `{}`, id: "dead-letter:score:raw/p1:3>parsed:2", parent: "raw/p1:3>parsed:2"},
+		{origin: "score <- parsed parse/0:1.2", record: `{}`, refused: `"parse/0:1.2" is not a message id`},
 		{origin: "orders.jsonl:3:1", record: `{}`, refused: "names no computation's message"},
 		{origin: "parse <- raw", record: `{}`, refused: "names no computation's message"},
 		{origin: "parse <- raw raw/p0:7", encoding: "base64", record: `"AAE="`, refused: "not JSON (base64)"},
@@ -127,10 +128,12 @@ func TestReplayIDAndReplayable(t *testing.T) {
 		}
 		require.NoError(t, err, tc.origin)
 		require.Equal(t, tc.id, opview.ReplayID(d))
+		require.Equal(t, tc.parent, opview.ReplayParent(d))
 	}
 }
 
-// Replay posts each record with its id, in chunks, with the token; a
+// Replay posts each record with its id and the refused message as its
+// parent, in chunks, with the token; a
 // refusal stops it with the source's answer.
 func TestReplayPostsRecordsWithTheirIDs(t *testing.T) {
 	var mu sync.Mutex
@@ -158,7 +161,7 @@ func TestReplayPostsRecordsWithTheirIDs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1500, n)
 	require.Len(t, bodies, 2, "in chunks of 1000")
-	require.True(t, strings.HasPrefix(bodies[0], `{"id":"dead-letter:c:s/p0:0","payload":{"n":0}}`+"\n"), bodies[0][:80])
+	require.True(t, strings.HasPrefix(bodies[0], `{"id":"dead-letter:c:s/p0:0","parents":["s/p0:0"],"payload":{"n":0}}`+"\n"), bodies[0][:80])
 	mu.Lock()
 	refuse = true
 	mu.Unlock()

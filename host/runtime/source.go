@@ -481,6 +481,7 @@ func (src *sourceStream) appendLocked(rec connect.Record, now int64) (due bool) 
 		Stream:  src.stream.name,
 		Key:     rec.Key,
 		Time:    p.clock.SourceRecord(event, write),
+		Parents: rec.Parents,
 		Payload: rec.Payload,
 	}
 	src.queued += m.Size()
