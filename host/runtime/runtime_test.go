@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -55,7 +56,9 @@ func (c *captureSink) Close() error {
 
 func mustSpec(t *testing.T, yaml string) *spec.Pipeline {
 	t.Helper()
-	p, err := spec.Parse("test.yaml", []byte(yaml))
+	// In a temporary directory, so that paths the spec leaves relative
+	// (the default dead-letter file) do not land in the source tree.
+	p, err := spec.Parse(filepath.Join(t.TempDir(), "test.yaml"), []byte(yaml))
 	require.NoError(t, err)
 	return p
 }
