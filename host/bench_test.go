@@ -93,19 +93,26 @@ sinks:
   - {name: sink, type: stdout, streams: [out]}
 `
 
-var nativeIdentity = compute.Func(func(_ context.Context, req *abi.Request) (*abi.Response, error) {
-	resp := &abi.Response{Keys: make([]abi.ResponseKey, len(req.Keys))}
-	for i := range req.Keys {
-		k := &req.Keys[i]
-		rk := &resp.Keys[i]
-		rk.Key = k.Key
-		rk.Emits = make([]abi.Emit, len(k.Messages))
-		for j := range k.Messages {
-			rk.Emits[j] = abi.Emit{Stream: "out", Payload: k.Messages[j].Payload, Parents: []uint32{uint32(len(k.Timers) + j)}}
+// nativeIdentity is the native identity computation, emitting on out.
+var nativeIdentity = identityFunc("out")
+
+// identityFunc emits every message unchanged on stream, naming it as the
+// only parent.
+func identityFunc(stream string) compute.Func {
+	return func(_ context.Context, req *abi.Request) (*abi.Response, error) {
+		resp := &abi.Response{Keys: make([]abi.ResponseKey, len(req.Keys))}
+		for i := range req.Keys {
+			k := &req.Keys[i]
+			rk := &resp.Keys[i]
+			rk.Key = k.Key
+			rk.Emits = make([]abi.Emit, len(k.Messages))
+			for j := range k.Messages {
+				rk.Emits[j] = abi.Emit{Stream: stream, Payload: k.Messages[j].Payload, Parents: []uint32{uint32(len(k.Timers) + j)}}
+			}
 		}
+		return resp, nil
 	}
-	return resp, nil
-})
+}
 
 func wasmIdentity(tb testing.TB) compute.Factory {
 	return wasmFactory(tb, buildGuest(tb, "./host/internal/testguests/identity"))
@@ -160,21 +167,7 @@ func TestIdentityWASMAndNativeAgree(t *testing.T) {
 }
 
 // identityTo is the native identity computation emitting on stream.
-func identityTo(stream string) compute.Factory {
-	return compute.Native(compute.Func(func(_ context.Context, req *abi.Request) (*abi.Response, error) {
-		resp := &abi.Response{Keys: make([]abi.ResponseKey, len(req.Keys))}
-		for i := range req.Keys {
-			k := &req.Keys[i]
-			rk := &resp.Keys[i]
-			rk.Key = k.Key
-			rk.Emits = make([]abi.Emit, len(k.Messages))
-			for j := range k.Messages {
-				rk.Emits[j] = abi.Emit{Stream: stream, Payload: k.Messages[j].Payload, Parents: []uint32{uint32(len(k.Timers) + j)}}
-			}
-		}
-		return resp, nil
-	}))
-}
+func identityTo(stream string) compute.Factory { return compute.Native(identityFunc(stream)) }
 
 // chainPipeline is a chain of identity computations in memory: in -> s1
 // -> ... -> out, each keyed by k.
