@@ -173,7 +173,7 @@ sinks:
 // its second sink write (as a crash would) and runs again without --from:
 // the reset and the replay's progress are committed like any run's, so
 // the run goes on with the replay (not from empty state again, not from
-// the old state) and ends with the first run's counts.
+// the old state) and the two lives deliver the first run's counts.
 func TestResetReplayStoppedHalfWayResumesTheReplay(t *testing.T) {
 	st, err := store.Open(t.TempDir(), store.Options{})
 	require.NoError(t, err)
@@ -188,12 +188,17 @@ func TestResetReplayStoppedHalfWayResumesTheReplay(t *testing.T) {
 		runtime.WithReplay(map[string]runtime.Replay{"in": {Offset: 0, ByOffset: true}}), runtime.WithResetState())
 	require.NoError(t, err)
 	require.ErrorIs(t, rt.Run(context.Background()), errInjected)
-	require.Empty(t, countsOf(t, broken), "stopped before the counts")
+	require.Less(t, len(seqsOf(t, broken.kept))+len(countsOf(t, broken)), 500+len(want), "the second write failed, so the first life did not deliver everything")
 
 	rest, err := runReplay(t, st, "")
 	require.NoError(t, err)
-	require.Equal(t, want, countsOf(t, rest))
-	require.Len(t, seqsOf(t, append(broken.kept, rest.kept...)), 500, "every replayed record reaches the sink once")
+	// One computation partition may have fired its counts before the
+	// failing write (how far each got depends on scheduling): the two lives
+	// together give each key's count once, and it is the first run's.
+	both := &failingSink{kept: append(broken.kept, rest.kept...)}
+	require.Equal(t, want, countsOf(t, both))
+	require.Len(t, seqsOf(t, both.kept), 500, "every replayed record reaches the sink once")
+	require.Len(t, both.kept, 500+len(want), "and every count once")
 }
 
 // TestRetentionCountsFromIngestNotWriteTime ingests records written in
