@@ -1,13 +1,18 @@
 package c_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -590,4 +595,112 @@ func TestBuildWindowGuest(t *testing.T) {
 	require.Equal(t, int64(19), *emits[0].EventTimestamp)
 	require.Equal(t, "late", emits[1].Stream, "[0,10) has fired: the record at 5 is late")
 	require.Equal(t, "1", string(emits[1].Payload))
+}
+
+// nativeInstance is an engine.Instance over the native harness
+// (testdata/native/harness.c) built with the window guest and the
+// sanitizers, so that the window tests can run the C helper under
+// AddressSanitizer and UndefinedBehaviorSanitizer.
+type nativeInstance struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.Reader
+	stderr *bytes.Buffer
+}
+
+func (n *nativeInstance) call(kind byte, data []byte) (int32, []byte, error) {
+	head := []byte{kind, 0, 0, 0, 0}
+	binary.LittleEndian.PutUint32(head[1:], uint32(len(data)))
+	if _, err := n.stdin.Write(append(head, data...)); err != nil {
+		return 0, nil, fmt.Errorf("harness: %w\n%s", err, n.stderr)
+	}
+	var res [8]byte
+	if _, err := io.ReadFull(n.stdout, res[:]); err != nil {
+		return 0, nil, fmt.Errorf("harness stopped: %w\n%s", err, n.stderr)
+	}
+	out := make([]byte, binary.LittleEndian.Uint32(res[4:]))
+	if _, err := io.ReadFull(n.stdout, out); err != nil {
+		return 0, nil, fmt.Errorf("harness stopped: %w\n%s", err, n.stderr)
+	}
+	return int32(binary.LittleEndian.Uint32(res[:4])), out, nil
+}
+
+func (n *nativeInstance) Init(_ context.Context, payload []byte) ([]byte, error) {
+	status, out, err := n.call('I', payload)
+	if err == nil && status != 0 {
+		err = fmt.Errorf("init status %d", status)
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, err
+}
+
+func (n *nativeInstance) Process(_ context.Context, request []byte) ([]byte, error) {
+	status, out, err := n.call('P', request)
+	if err == nil && status != 0 {
+		err = fmt.Errorf("process status %d", status)
+	}
+	return out, err
+}
+
+func (n *nativeInstance) Close(context.Context) error {
+	n.stdin.Close()
+	err := n.cmd.Wait()
+	if err != nil {
+		return fmt.Errorf("harness: %w\n%s", err, n.stderr)
+	}
+	if strings.Contains(n.stderr.String(), "runtime error") {
+		return fmt.Errorf("UndefinedBehaviorSanitizer:\n%s", n.stderr)
+	}
+	return nil
+}
+
+// TestWindowsNativeSanitizers runs the model and state tests' inputs
+// through the window guest built natively with AddressSanitizer and
+// UndefinedBehaviorSanitizer, every response checked against the Go
+// helper's: a memory error or undefined behaviour in the helper stops the
+// harness and fails the test.
+func TestWindowsNativeSanitizers(t *testing.T) {
+	clang, err := exec.LookPath("clang")
+	require.NoError(t, err, "the sanitizer build needs clang: install clang and libclang-rt-dev (the ASan runtime)")
+	harness := filepath.Join(t.TempDir(), "harness")
+	cmd := exec.Command(clang, "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
+		"-g", "-O1", "-Wall", "-Wextra", "-Werror", "-I", ".", "-o", harness,
+		"testdata/native/harness.c", "flowhost.c", "cbor.c", "windowguest/main.c", "-lm")
+	output, err := cmd.CombinedOutput()
+	require.NoError(t, err, "clang -fsanitize=address,undefined (needs libclang-rt-dev, the sanitizer runtimes):\n%s", output)
+	for _, sp := range winSpecs {
+		t.Run(sp.name, func(t *testing.T) {
+			run := exec.Command(harness)
+			run.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0", "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+			inst := &nativeInstance{cmd: run, stderr: &bytes.Buffer{}}
+			run.Stderr = inst.stderr
+			inst.stdin, err = run.StdinPipe()
+			require.NoError(t, err)
+			inst.stdout, err = run.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, run.Start())
+			initWith(t, inst, "win", abi.KindTransform, sp.params(), "windows", "late")
+			goComp := goWindows(sp)
+			rapid.Check(t, func(rt *rapid.T) {
+				n := rapid.IntRange(0, 40).Draw(rt, "n")
+				in := make([]winRecord, n)
+				for i := range in {
+					in[i] = winRecord{key: rapid.SampledFrom([]string{`["a"]`, `["b"]`}).Draw(rt, "key"),
+						ts: int64(i) + rapid.Int64Range(-15, 3).Draw(rt, "jitter") - 20, value: int64(i + 1)}
+				}
+				winDrive(rt, inst, goComp, in, rapid.Int64Range(0, 8).Draw(rt, "bound"), rapid.SampledFrom([]int{1, 7, 1000}).Draw(rt, "batch"))
+				state := rapid.SliceOfN(rapid.Byte(), 0, 24).Draw(rt, "state")
+				if rapid.Bool().Draw(rt, "versioned") && len(state) > 0 {
+					state[0] = 1
+				}
+				bothProcess(rt, inst, goComp, stateRequest(state, rapid.Int64Range(-30, 30).Draw(rt, "trigger"), rapid.Int64Range(-30, 30).Draw(rt, "ts")))
+				for _, ts := range []int64{math.MinInt64, math.MaxInt64} {
+					bothProcess(rt, inst, goComp, stateRequest(nil, math.MaxInt64, ts))
+				}
+			})
+			require.NoError(t, inst.Close(context.Background()))
+		})
+	}
 }
