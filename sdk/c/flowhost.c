@@ -2847,7 +2847,16 @@ static int win_add_session(fh_windows *w, fh_key *k, win_state *s, const fh_mess
             return -1;
         }
     }
-    qsort(merged, count, sizeof *merged, by_start_end);
+    /* Stable, like Go's sort of these few windows (insertion sort below
+     * 13 elements), so that a merge that is not commutative folds in the
+     * Go helper's order; at most three windows meet here. */
+    for (size_t i = 1; i < count; i++) {
+        for (size_t j = i; j > 0 && by_start_end(&merged[j - 1], &merged[j]) > 0; j--) {
+            open_window x = merged[j];
+            merged[j] = merged[j - 1];
+            merged[j - 1] = x;
+        }
+    }
     open_window *into = &merged[0];
     int rc = 0;
     for (size_t i = 1; i < count; i++) {

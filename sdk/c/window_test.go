@@ -82,7 +82,9 @@ var goCounter = flowhost.Aggregator{
 	},
 }
 
-func goWindows(sp winSpec) flowhost.Computation {
+func goWindows(sp winSpec) flowhost.Computation { return goWindowsWith(sp, goCounter) }
+
+func goWindowsWith(sp winSpec, agg flowhost.Aggregator) flowhost.Computation {
 	var ws flowhost.WindowSpec
 	switch sp.kind {
 	case "tumbling":
@@ -93,7 +95,7 @@ func goWindows(sp winSpec) flowhost.Computation {
 		ws = flowhost.Session(time.Duration(sp.gap))
 	}
 	return flowhost.Computation{Process: func(b *flowhost.Batch) error {
-		w := flowhost.NewWindows(ws, goCounter, "windows", "late", flowhost.WithAllowedLateness(time.Duration(sp.lateness)))
+		w := flowhost.NewWindows(ws, agg, "windows", "late", flowhost.WithAllowedLateness(time.Duration(sp.lateness)))
 		for k := range b.Keys() {
 			_ = w.Process(k)
 		}
@@ -365,6 +367,40 @@ func windowInstance(t testing.TB, sp winSpec) engine.Instance {
 	inst, _ := instance(t, windowGuest)
 	initWith(t, inst, "win", abi.KindTransform, sp.params(), "windows", "late")
 	return inst
+}
+
+// goConcat is testdata/windowconcat's aggregator in Go.
+var goConcat = flowhost.Aggregator{
+	Init:  func() []byte { return []byte("<") },
+	Add:   func(acc []byte, m flowhost.Message) []byte { return append(append(acc, m.Payload...), ',') },
+	Merge: func(a, b []byte) []byte { return append(append(a, '|'), b...) },
+	Result: func(w flowhost.Window, acc []byte) []byte {
+		return fmt.Appendf(nil, "%s [%d,%d) %s", w.Key, w.Start, w.End, acc)
+	},
+}
+
+// TestWindowsOrderLikeGo runs random input through a guest whose
+// accumulator keeps every payload and every merge, in batches of 1, 7 and
+// 1000, and requires every response to equal the Go helper's: the C
+// helper adds, merges and reports in the Go helper's order, and calls
+// init and result as it does.
+func TestWindowsOrderLikeGo(t *testing.T) {
+	for _, sp := range winSpecs {
+		t.Run(sp.name, func(t *testing.T) {
+			inst, _ := instance(t, windowConcat)
+			initWith(t, inst, "win", abi.KindTransform, sp.params(), "windows", "late")
+			goComp := goWindowsWith(sp, goConcat)
+			rapid.Check(t, func(rt *rapid.T) {
+				n := rapid.IntRange(0, 40).Draw(rt, "n")
+				in := make([]winRecord, n)
+				for i := range in {
+					in[i] = winRecord{key: rapid.SampledFrom([]string{`["a"]`, `["b"]`}).Draw(rt, "key"),
+						ts: int64(i) + rapid.Int64Range(-15, 3).Draw(rt, "jitter"), value: int64(i + 1)}
+				}
+				winDrive(rt, inst, goComp, in, rapid.Int64Range(0, 8).Draw(rt, "bound"), rapid.SampledFrom([]int{1, 7, 1000}).Draw(rt, "batch"))
+			})
+		})
+	}
 }
 
 // TestWindowsMatchModel checks the C helper, through the window guest run

@@ -16,16 +16,18 @@
 static fh_windows windows;
 
 /* The accumulator is the count as a uvarint (Go's binary.AppendUvarint);
- * empty is 0. */
+ * empty is 0. It is read like Go's binary.Uvarint, which gives 0 for bytes
+ * that are not a uvarint, so that a state written by any SDK counts the
+ * same. */
 static uint64_t count_of(const uint8_t *b, size_t len) {
     uint64_t v = 0;
     for (size_t i = 0; i < len && i < 10; i++) {
-        v |= (uint64_t)(b[i] & 0x7f) << (7 * i);
         if (b[i] < 0x80) {
-            break;
+            return i == 9 && b[i] > 1 ? 0 : v | (uint64_t)b[i] << (7 * i);
         }
+        v |= (uint64_t)(b[i] & 0x7f) << (7 * i);
     }
-    return v;
+    return 0;
 }
 
 static void put_count(fh_cbor_writer *acc, uint64_t v) {
