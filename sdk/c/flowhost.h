@@ -428,7 +428,10 @@ typedef struct fh_windows {
  * results on stream output, late records on stream late (both copied,
  * both required: a late record always has somewhere to go). It returns -1
  * (and logs why) for an invalid spec, an aggregator without add, a
- * session without merge, a missing stream name or no memory.
+ * session without merge, a missing stream name or no memory. w is
+ * overwritten: release one already set up with fh_windows_free first. One
+ * fh_windows serves every key and batch of an instance (calls never
+ * overlap: the host runs one call at a time).
  */
 int fh_windows_init(fh_windows *w, fh_window_spec spec, const fh_aggregator *agg, const char *output, const char *late);
 
