@@ -24,7 +24,7 @@ import (
 	"strings"
 )
 
-//go:embed flowhost.h flowhost.c cbor.h cbor.c conformance/main.c
+//go:embed flowhost.h flowhost.c cbor.h cbor.c conformance/main.c windowguest/main.c
 var files embed.FS
 
 // sdkHeaders and sdkSources are the SDK's files a guest is compiled with.
@@ -160,6 +160,37 @@ func BuildConformanceGuest(outDir string) (string, error) {
 		return "", fmt.Errorf("c: %w", err)
 	}
 	out := filepath.Join(outDir, "cguest.wasm")
+	if err := Build([]string{mainC}, out); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// BuildWindowGuest builds the C SDK's window conformance guest
+// (windowguest/main.c, the behaviour of the briefs' window guest: windows
+// from the parameters kind, size_ns, advance_ns, gap_ns, lateness_ns, a
+// record count per window on "windows", late records on "late") into
+// outDir as cwindowguest.wasm and returns its path. It fails, naming the
+// packages to install, when the toolchain is missing.
+func BuildWindowGuest(outDir string) (wasmPath string, err error) {
+	return buildEmbedded("windowguest/main.c", filepath.Join(outDir, "cwindowguest.wasm"))
+}
+
+// buildEmbedded builds one embedded guest source into out.
+func buildEmbedded(name, out string) (string, error) {
+	src, err := os.MkdirTemp("", "flowhost-c-guest-")
+	if err != nil {
+		return "", fmt.Errorf("c: %w", err)
+	}
+	defer os.RemoveAll(src)
+	b, err := fs.ReadFile(files, name)
+	if err != nil {
+		return "", err
+	}
+	mainC := filepath.Join(src, "main.c")
+	if err := os.WriteFile(mainC, b, 0o644); err != nil {
+		return "", fmt.Errorf("c: %w", err)
+	}
 	if err := Build([]string{mainC}, out); err != nil {
 		return "", err
 	}

@@ -58,12 +58,16 @@ const (
 	conformanceGuest = "conformance"
 	windowCount      = "window-count"
 	cxxGuest         = "cxx"
+	windowGuest      = "window-guest"
+	windowConcat     = "window-concat"
 )
 
 var guestSources = map[string][]string{
-	testGuest:   {"testdata/guest/main.c"},
-	windowCount: {"examples/window-count/main.c"},
-	cxxGuest:    {"testdata/cxx/main.cc"},
+	testGuest:    {"testdata/guest/main.c"},
+	windowCount:  {"examples/window-count/main.c"},
+	cxxGuest:     {"testdata/cxx/main.cc"},
+	windowGuest:  {"windowguest/main.c"},
+	windowConcat: {"testdata/windowconcat/main.c"},
 }
 
 var (
@@ -81,7 +85,7 @@ func guestWasm(tb testing.TB, name string) []byte {
 	buildOnce.Do(func() {
 		shared := filepath.Join(workDir, "guests")
 		if _, err := os.Stat(filepath.Join(shared, "complete")); err == nil {
-			for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest} {
+			for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat} {
 				wasm, err := os.ReadFile(filepath.Join(shared, name+".wasm"))
 				if err != nil {
 					buildErr = err
@@ -307,7 +311,7 @@ func TestCxxGuest(t *testing.T) {
 // v1 exports, the WASI reactor's _initialize and nothing beyond the host's
 // log and WASI preview1 without files or sockets.
 func TestGuestInterface(t *testing.T) {
-	for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest} {
+	for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat} {
 		t.Run(name, func(t *testing.T) {
 			wasm := guestWasm(t, name)
 			info, err := engine.Inspect(wasm)

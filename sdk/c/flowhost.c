@@ -2433,3 +2433,536 @@ __attribute__((export_name("flowhost_process"))) int64_t fh__process(int32_t ptr
 }
 
 #endif
+
+/* ------------------------------------------------------------------ */
+/* Event-time windows (sdk/WINDOWS.md, a port of sdk/go/window.go)     */
+/* ------------------------------------------------------------------ */
+
+enum { WIN_TUMBLING = 1, WIN_HOPPING = 2, WIN_SESSION = 3 };
+
+/* The window state's first byte (sdk/WINDOWS.md, "State encoding"). */
+#define WIN_STATE_VERSION 1
+
+static const char win_state_error[] = "flowhost: the key's state is not a window state: ";
+
+/* Go's int64 arithmetic wraps; C's signed overflow is undefined, so the
+ * window bounds are computed in uint64 to give the same values. */
+static int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wsub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static int64_t wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
+fh_window_spec fh_tumbling(int64_t size) {
+    fh_window_spec s = {0};
+    if (size > 0) {
+        s.kind = WIN_TUMBLING;
+        s.size = size;
+    }
+    return s;
+}
+
+fh_window_spec fh_hopping(int64_t size, int64_t advance) {
+    fh_window_spec s = {0};
+    if (advance > 0 && size >= advance) {
+        s.kind = WIN_HOPPING;
+        s.size = size;
+        s.advance = advance;
+    }
+    return s;
+}
+
+fh_window_spec fh_session(int64_t gap) {
+    fh_window_spec s = {0};
+    if (gap > 0) {
+        s.kind = WIN_SESSION;
+        s.gap = gap;
+    }
+    return s;
+}
+
+static int win_misuse(const char *why) {
+    fh_log(FH_LOG_ERROR, why);
+    return -1;
+}
+
+int fh_windows_init(fh_windows *w, fh_window_spec spec, const fh_aggregator *agg, const char *output, const char *late) {
+    if (w == NULL) {
+        return win_misuse("flowhost: fh_windows_init needs an fh_windows");
+    }
+    memset(w, 0, sizeof *w);
+    if (spec.kind < WIN_TUMBLING || spec.kind > WIN_SESSION) {
+        return win_misuse("flowhost: fh_windows_init needs a spec from fh_tumbling, fh_hopping or fh_session with valid arguments");
+    }
+    if (agg == NULL || agg->add == NULL) {
+        return win_misuse("flowhost: fh_windows_init needs an aggregator with add");
+    }
+    if (spec.kind == WIN_SESSION && agg->merge == NULL) {
+        return win_misuse("flowhost: session windows need an aggregator with merge");
+    }
+    if (output == NULL || late == NULL || *output == 0 || *late == 0) {
+        return win_misuse("flowhost: fh_windows_init needs an output stream and a late stream");
+    }
+    w->output = strdup(output);
+    w->late = strdup(late);
+    if (w->output == NULL || w->late == NULL) {
+        fh_windows_free(w);
+        return win_misuse("flowhost: fh_windows_init: out of memory");
+    }
+    w->spec = spec;
+    w->agg = *agg;
+    return 0;
+}
+
+int fh_windows_set_lateness(fh_windows *w, int64_t lateness) {
+    if (w == NULL || lateness < 0) {
+        return win_misuse("flowhost: allowed lateness must not be negative");
+    }
+    w->lateness = lateness;
+    return 0;
+}
+
+void fh_windows_free(fh_windows *w) {
+    if (w == NULL) {
+        return;
+    }
+    free(w->output);
+    free(w->late);
+    free(w->set_here);
+    memset(w, 0, sizeof *w);
+}
+
+/* open_window is one window still waiting for its timer. */
+typedef struct open_window {
+    int64_t start, end;
+    fh_cbor_writer acc;
+} open_window;
+
+/* win_state is what fh_windows keeps in a key's state. */
+typedef struct win_state {
+    int64_t fired_through; /* INT64_MIN: none */
+    open_window *open;
+    size_t n, cap;
+} win_state;
+
+static void win_state_free(win_state *s) {
+    for (size_t i = 0; i < s->n; i++) {
+        fh_cbor_writer_free(&s->open[i].acc);
+    }
+    free(s->open);
+    s->open = NULL;
+    s->n = s->cap = 0;
+}
+
+/* win_push appends a window (taking its accumulator), or returns NULL. */
+static open_window *win_push(win_state *s, int64_t start, int64_t end) {
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4;
+        open_window *o = realloc(s->open, cap * sizeof *o);
+        if (o == NULL) {
+            return NULL;
+        }
+        s->open = o;
+        s->cap = cap;
+    }
+    open_window *o = &s->open[s->n++];
+    memset(o, 0, sizeof *o);
+    o->start = start;
+    o->end = end;
+    return o;
+}
+
+/* get_uvarint and get_varint read Go's encoding/binary varints with Go's
+ * result: n > 0 bytes read, 0 when the buffer ends first, < 0 overflow. */
+static int get_uvarint(const uint8_t *p, size_t len, uint64_t *v) {
+    uint64_t x = 0;
+    unsigned s = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (i == 10) {
+            return -(int)(i + 1);
+        }
+        uint8_t b = p[i];
+        if (b < 0x80) {
+            if (i == 9 && b > 1) {
+                return -(int)(i + 1);
+            }
+            *v = x | (uint64_t)b << s;
+            return (int)(i + 1);
+        }
+        x |= (uint64_t)(b & 0x7f) << s;
+        s += 7;
+    }
+    return 0;
+}
+
+static int get_varint(const uint8_t *p, size_t len, int64_t *v) {
+    uint64_t ux = 0;
+    int n = get_uvarint(p, len, &ux);
+    int64_t x = (int64_t)(ux >> 1);
+    if (ux & 1) {
+        x = ~x;
+    }
+    *v = x;
+    return n;
+}
+
+static void put_uvarint(fh_cbor_writer *w, uint64_t v) {
+    uint8_t b[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+        b[n++] = (uint8_t)v | 0x80;
+        v >>= 7;
+    }
+    b[n++] = (uint8_t)v;
+    fh_cbor_put_raw(w, b, n);
+}
+
+static void put_varint(fh_cbor_writer *w, int64_t v) {
+    uint64_t ux = (uint64_t)v << 1;
+    if (v < 0) {
+        ux = ~ux;
+    }
+    put_uvarint(w, ux);
+}
+
+/* win_decode reads a state (has: the key has one) into s, or returns the
+ * reason it is not a window state (Go's texts). NULL with s->open NULL
+ * and no memory is "out of memory". */
+static const char *win_decode(bool has, const uint8_t *b, size_t len, win_state *s, bool *oom) {
+    memset(s, 0, sizeof *s);
+    s->fired_through = INT64_MIN;
+    *oom = false;
+    if (!has) {
+        return NULL;
+    }
+    if (len == 0 || b[0] != WIN_STATE_VERSION) {
+        return "missing or unknown version byte";
+    }
+    b++, len--;
+    int n = get_varint(b, len, &s->fired_through);
+    if (n <= 0) {
+        return "bad fired-through";
+    }
+    b += n, len -= (size_t)n;
+    uint64_t count;
+    n = get_uvarint(b, len, &count);
+    if (n <= 0 || count > len) {
+        return "bad window count";
+    }
+    b += n, len -= (size_t)n;
+    for (uint64_t i = 0; i < count; i++) {
+        int64_t start, end;
+        if ((n = get_varint(b, len, &start)) <= 0) {
+            win_state_free(s);
+            return "bad window start";
+        }
+        b += n, len -= (size_t)n;
+        if ((n = get_varint(b, len, &end)) <= 0) {
+            win_state_free(s);
+            return "bad window end";
+        }
+        b += n, len -= (size_t)n;
+        uint64_t size;
+        n = get_uvarint(b, len, &size);
+        if (n <= 0 || size > len - (size_t)n) {
+            win_state_free(s);
+            return "bad accumulator length";
+        }
+        b += n, len -= (size_t)n;
+        open_window *o = win_push(s, start, end);
+        if (o == NULL) {
+            win_state_free(s);
+            *oom = true;
+            return NULL;
+        }
+        fh_cbor_put_raw(&o->acc, b, (size_t)size);
+        if (o->acc.failed) {
+            win_state_free(s);
+            *oom = true;
+            return NULL;
+        }
+        b += size, len -= (size_t)size;
+    }
+    if (len != 0) {
+        win_state_free(s);
+        return "trailing bytes";
+    }
+    return NULL;
+}
+
+static void win_encode(const win_state *s, fh_cbor_writer *out) {
+    uint8_t v = WIN_STATE_VERSION;
+    fh_cbor_put_raw(out, &v, 1);
+    put_varint(out, s->fired_through);
+    put_uvarint(out, s->n);
+    for (size_t i = 0; i < s->n; i++) {
+        put_varint(out, s->open[i].start);
+        put_varint(out, s->open[i].end);
+        put_uvarint(out, s->open[i].acc.len);
+        fh_cbor_put_raw(out, s->open[i].acc.buf, s->open[i].acc.len);
+    }
+}
+
+/* floor_div is t/d rounded towards minus infinity (d > 0), for windows
+ * before 1970. */
+static int64_t floor_div(int64_t t, int64_t d) {
+    int64_t q = t / d;
+    if (t % d != 0 && t < 0) {
+        q--;
+    }
+    return q;
+}
+
+static int cmp_i64(int64_t a, int64_t b) { return (a > b) - (a < b); }
+
+static int by_end_start(const void *x, const void *y) {
+    const open_window *a = x, *b = y;
+    int c = cmp_i64(a->end, b->end);
+    return c ? c : cmp_i64(a->start, b->start);
+}
+
+static int by_start_end(const void *x, const void *y) {
+    const open_window *a = x, *b = y;
+    int c = cmp_i64(a->start, b->start);
+    return c ? c : cmp_i64(a->end, b->end);
+}
+
+static void sort_open(win_state *s) {
+    if (s->n > 1) {
+        qsort(s->open, s->n, sizeof *s->open, by_end_start);
+    }
+}
+
+/* win_closed reports whether a window ending at end has fired for the key. */
+static bool win_closed(const fh_windows *w, const win_state *s, int64_t end) {
+    return s->fired_through != INT64_MIN && wadd(end, w->lateness) <= s->fired_through;
+}
+
+static int win_set_timer(fh_windows *w, fh_key *k, int64_t trigger) {
+    if (w->set_here_len == w->set_here_cap) {
+        size_t cap = w->set_here_cap ? w->set_here_cap * 2 : 8;
+        int64_t *t = realloc(w->set_here, cap * sizeof *t);
+        if (t == NULL) {
+            return -1;
+        }
+        w->set_here = t;
+        w->set_here_cap = cap;
+    }
+    w->set_here[w->set_here_len++] = trigger;
+    return fh_set_timer(k, trigger);
+}
+
+static bool set_here(const fh_windows *w, int64_t trigger) {
+    for (size_t i = 0; i < w->set_here_len; i++) {
+        if (w->set_here[i] == trigger) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* win_init_acc fills a new window's accumulator; -1 fails the key. */
+static int win_init_acc(fh_windows *w, fh_cbor_writer *acc) {
+    if (w->agg.init != NULL && w->agg.init(acc, w->agg.ctx) != 0) {
+        return -1;
+    }
+    return acc->failed ? -1 : 0;
+}
+
+static int win_add_acc(fh_windows *w, fh_cbor_writer *acc, const fh_message *m) {
+    if (w->agg.add(acc, m, w->agg.ctx) != 0) {
+        return -1;
+    }
+    return acc->failed ? -1 : 0;
+}
+
+/* win_add puts m into its windows: 1 added, 0 late, -1 failed. */
+static int win_add(fh_windows *w, fh_key *k, win_state *s, const fh_message *m) {
+    int64_t t = m->event_ts;
+    int64_t size = w->spec.size, advance = w->spec.kind == WIN_TUMBLING ? size : w->spec.advance;
+    int added = 0;
+    for (int64_t start = wmul(floor_div(t, advance), advance); start > wsub(t, size); start = wsub(start, advance)) {
+        int64_t end = wadd(start, size);
+        if (win_closed(w, s, end)) {
+            break; /* earlier windows end earlier: closed too */
+        }
+        open_window *o = NULL;
+        for (size_t i = 0; i < s->n; i++) {
+            if (s->open[i].start == start) {
+                o = &s->open[i];
+                break;
+            }
+        }
+        if (o == NULL) {
+            if ((o = win_push(s, start, end)) == NULL || win_init_acc(w, &o->acc) != 0 ||
+                win_set_timer(w, k, wadd(end, w->lateness)) != 0) {
+                return -1;
+            }
+        }
+        if (win_add_acc(w, &o->acc, m) != 0) {
+            return -1;
+        }
+        added = 1;
+    }
+    sort_open(s);
+    return added;
+}
+
+static int win_add_session(fh_windows *w, fh_key *k, win_state *s, const fh_message *m) {
+    int64_t t = m->event_ts;
+    open_window n = {.start = t, .end = wadd(t, w->spec.gap)};
+    if (win_closed(w, s, n.end)) {
+        return 0;
+    }
+    if (win_init_acc(w, &n.acc) != 0 || win_add_acc(w, &n.acc, m) != 0) {
+        fh_cbor_writer_free(&n.acc);
+        return -1;
+    }
+    /* Move the windows n overlaps to the end of s->open, n after them. */
+    size_t kept = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        open_window o = s->open[i];
+        if (!(o.start < n.end && n.start < o.end)) {
+            s->open[i] = s->open[kept];
+            s->open[kept++] = o;
+        }
+    }
+    size_t old = s->n - kept;
+    open_window *slot = win_push(s, n.start, n.end);
+    if (slot == NULL) {
+        fh_cbor_writer_free(&n.acc);
+        return -1;
+    }
+    *slot = n;
+    open_window *merged = &s->open[kept];
+    size_t count = old + 1;
+    /* The cancels look at the overlapped windows as they were. */
+    int64_t end = n.end;
+    for (size_t i = 0; i < old; i++) {
+        if (merged[i].end > end) {
+            end = merged[i].end;
+        }
+    }
+    for (size_t i = 0; i < old; i++) {
+        int64_t trigger = wadd(merged[i].end, w->lateness);
+        if (merged[i].end != end && !set_here(w, trigger) && fh_cancel_timer(k, trigger) != 0) {
+            return -1;
+        }
+    }
+    /* Stable, like Go's sort of these few windows (insertion sort below
+     * 13 elements), so that a merge that is not commutative folds in the
+     * Go helper's order; at most three windows meet here. */
+    for (size_t i = 1; i < count; i++) {
+        for (size_t j = i; j > 0 && by_start_end(&merged[j - 1], &merged[j]) > 0; j--) {
+            open_window x = merged[j];
+            merged[j] = merged[j - 1];
+            merged[j - 1] = x;
+        }
+    }
+    open_window *into = &merged[0];
+    int rc = 0;
+    for (size_t i = 1; i < count; i++) {
+        if (rc == 0 && (w->agg.merge(&into->acc, merged[i].acc.buf, merged[i].acc.len, w->agg.ctx) != 0 || into->acc.failed)) {
+            rc = -1;
+        }
+        if (merged[i].start < into->start) {
+            into->start = merged[i].start;
+        }
+        if (merged[i].end > into->end) {
+            into->end = merged[i].end;
+        }
+        fh_cbor_writer_free(&merged[i].acc);
+    }
+    s->n = kept + 1;
+    if (rc != 0 || win_set_timer(w, k, wadd(end, w->lateness)) != 0) {
+        return -1;
+    }
+    sort_open(s);
+    return 1;
+}
+
+static int win_emit(fh_windows *w, fh_key *k, const open_window *o, const fh_timer *t, fh_cbor_writer *out) {
+    const uint8_t *payload = o->acc.buf;
+    size_t len = o->acc.len;
+    if (w->agg.result != NULL) {
+        out->len = 0;
+        fh_window win = {.start = o->start, .end = o->end};
+        win.key = fh_key_text(k, &win.key_len);
+        if (w->agg.result(&win, o->acc.buf, o->acc.len, out, w->agg.ctx) != 0 || out->failed) {
+            return -1;
+        }
+        payload = out->buf, len = out->len;
+    }
+    fh_emit_opts opts = {.has_event_ts = true, .event_ts = wsub(o->end, 1), .parents = &t->input, .parent_count = 1};
+    return fh_emit_with(k, w->output, payload, len, &opts);
+}
+
+int fh_windows_process(fh_windows *w, fh_key *k) {
+    if (w == NULL || w->output == NULL) {
+        return win_misuse("flowhost: fh_windows_process needs windows set up by fh_windows_init");
+    }
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    bool has = fh_state(k, &data, &len);
+    win_state s;
+    bool oom;
+    const char *bad = win_decode(has, data, len, &s, &oom);
+    if (bad != NULL || oom) {
+        fh_cbor_writer msg = {0};
+        fh_cbor_put_raw(&msg, oom ? "flowhost: windows: out of memory" : win_state_error, strlen(oom ? "flowhost: windows: out of memory" : win_state_error));
+        if (bad != NULL) {
+            fh_cbor_put_raw(&msg, bad, strlen(bad));
+        }
+        fh_cbor_put_raw(&msg, "", 1);
+        fh_fail_key(k, msg.failed ? win_state_error : (const char *)msg.buf);
+        fh_cbor_writer_free(&msg);
+        return -1;
+    }
+    w->set_here_len = 0;
+    fh_cbor_writer out = {0};
+    int rc = 0;
+    const fh_timer *t;
+    while (rc == 0 && (t = fh_next_timer(k)) != NULL) {
+        size_t kept = 0;
+        for (size_t i = 0; i < s.n; i++) {
+            open_window o = s.open[i];
+            if (rc == 0 && wadd(o.end, w->lateness) <= t->trigger_ts) {
+                /* Only a timer that closes a window counts: a session's
+                 * stale timer closes nothing. */
+                if (t->trigger_ts > s.fired_through) {
+                    s.fired_through = t->trigger_ts;
+                }
+                rc = win_emit(w, k, &o, t, &out);
+                fh_cbor_writer_free(&o.acc);
+            } else {
+                s.open[kept++] = o;
+            }
+        }
+        s.n = kept;
+    }
+    fh_clear_current(k);
+    const fh_message *m;
+    while (rc == 0 && (m = fh_next_message(k)) != NULL) {
+        int added = w->spec.kind == WIN_SESSION ? win_add_session(w, k, &s, m) : win_add(w, k, &s, m);
+        if (added < 0) {
+            rc = -1;
+            if (fh_key_error(k) == NULL) {
+                fh_fail_key(k, "flowhost: windows: the aggregator failed or memory ran out");
+            }
+        } else if (added == 0) {
+            fh_emit_opts opts = {.parents = &m->input, .parent_count = 1};
+            rc = fh_emit_with(k, w->late, m->payload, m->payload_len, &opts);
+        }
+    }
+    fh_clear_current(k);
+    if (rc == 0) {
+        if (s.n == 0 && s.fired_through == INT64_MIN) {
+            rc = fh_delete_state(k);
+        } else {
+            out.len = 0;
+            win_encode(&s, &out);
+            rc = out.failed ? fh_fail_key(k, "flowhost: windows: out of memory") : fh_set_state(k, out.buf, out.len);
+        }
+    }
+    fh_cbor_writer_free(&out);
+    win_state_free(&s);
+    return rc;
+}

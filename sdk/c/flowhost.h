@@ -363,6 +363,99 @@ void fh_log_n(int level, const char *msg, size_t len);
 void fh_logf(int level, const char *format, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---------------------------------------------------------------------
+ * Event-time windows (sdk/WINDOWS.md; a port of the Go SDK's Windows,
+ * with the same state encoding, byte for byte).
+ * ------------------------------------------------------------------ */
+
+/* fh_window_spec says which windows a record belongs to; build one with
+ * fh_tumbling, fh_hopping or fh_session. Times are int64 nanoseconds. */
+typedef struct fh_window_spec {
+    int kind; /* 0: invalid (a constructor got bad arguments) */
+    int64_t size, advance, gap;
+} fh_window_spec;
+
+/* fh_tumbling: windows [n*size, (n+1)*size). fh_hopping: windows
+ * [n*advance, n*advance+size), 0 < advance <= size. fh_session: records of
+ * a key less than gap apart share a window [first, last+gap). Bad
+ * arguments give a spec that fh_windows_init refuses. */
+fh_window_spec fh_tumbling(int64_t size);
+fh_window_spec fh_hopping(int64_t size, int64_t advance);
+fh_window_spec fh_session(int64_t gap);
+
+/* fh_window is one window of one key, [start, end). */
+typedef struct fh_window {
+    const char *key; /* the key's text, as fh_key_text */
+    size_t key_len;
+    int64_t start, end;
+} fh_window;
+
+/*
+ * fh_aggregator folds a window's records into an accumulator of bytes,
+ * kept in the key's state between batches. The accumulator is an
+ * fh_cbor_writer used as a plain byte buffer (buf, len; append with
+ * fh_cbor_put_raw, reset with len = 0); a callback that lets it fail
+ * (out of memory) or returns non-zero fails the key. ctx is passed to
+ * every callback.
+ *   init   (optional): fill acc, which is empty, for an empty window.
+ *   add    (required): fold message m into acc.
+ *   merge  (sessions): fold b (of a window starting later) into a.
+ *   result (optional): append the payload of a closed window to out;
+ *                      without it the payload is the accumulator.
+ */
+typedef struct fh_aggregator {
+    int (*init)(fh_cbor_writer *acc, void *ctx);
+    int (*add)(fh_cbor_writer *acc, const fh_message *m, void *ctx);
+    int (*merge)(fh_cbor_writer *a, const uint8_t *b, size_t b_len, void *ctx);
+    int (*result)(const fh_window *w, const uint8_t *acc, size_t acc_len, fh_cbor_writer *out, void *ctx);
+    void *ctx;
+} fh_aggregator;
+
+/* fh_windows aggregates a transform's messages per (key, window); set it
+ * up with fh_windows_init. Its fields are the SDK's. */
+typedef struct fh_windows {
+    fh_window_spec spec;
+    fh_aggregator agg;
+    char *output, *late;
+    int64_t lateness;
+    /* Triggers set in the current fh_windows_process call, which that
+     * call never cancels (sdk/WINDOWS.md, the determinism rule). */
+    int64_t *set_here;
+    size_t set_here_len, set_here_cap;
+} fh_windows;
+
+/*
+ * fh_windows_init sets up w: windows of spec aggregated by *agg (copied),
+ * results on stream output, late records on stream late (both copied,
+ * both required: a late record always has somewhere to go). It returns -1
+ * (and logs why) for an invalid spec, an aggregator without add, a
+ * session without merge, a missing stream name or no memory. w is
+ * overwritten: release one already set up with fh_windows_free first. One
+ * fh_windows serves every key and batch of an instance (calls never
+ * overlap: the host runs one call at a time).
+ */
+int fh_windows_init(fh_windows *w, fh_window_spec spec, const fh_aggregator *agg, const char *output, const char *late);
+
+/* fh_windows_set_lateness keeps each window open until the watermark
+ * passes its end plus lateness (default 0); -1 when lateness < 0. */
+int fh_windows_set_lateness(fh_windows *w, int64_t lateness);
+
+/*
+ * fh_windows_process handles key k of a batch, and must be the only thing
+ * that touches k's state and timers: it fires the windows whose timers
+ * are due (each result on the output stream with EventTimestamp end-1
+ * and the firing timer as its only parent), adds the key's messages to
+ * their open windows or, when every window of a message has fired, emits
+ * it unchanged on the late stream (parent: itself), and saves the key's
+ * state and timers. A state that is not a window state fails the key
+ * with a text starting "flowhost: the key's state is not a window state"
+ * (the Go SDK's text) and returns -1; so does a failing aggregator.
+ */
+int fh_windows_process(fh_windows *w, fh_key *k);
+
+/* fh_windows_free releases what fh_windows_init allocated. */
+void fh_windows_free(fh_windows *w);
+
+/* ---------------------------------------------------------------------
  * Helpers.
  * ------------------------------------------------------------------ */
 
