@@ -93,11 +93,13 @@ func (r *stateReader) uvarint(field string) uint64 {
 }
 
 func (r *stateReader) bytes(field string) []byte {
+	start := r.off
 	size := r.uvarint(field + " length")
 	if r.err != nil {
 		return nil
 	}
 	if size > uint64(len(r.b)-r.off) {
+		r.off = start // name the length, not what follows it
 		r.fail(field + " length past the end")
 		return nil
 	}

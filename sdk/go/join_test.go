@@ -1,6 +1,7 @@
 package flowhost_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -241,6 +242,34 @@ func TestJoinRefusesOtherStreams(t *testing.T) {
 				if !strings.Contains(resp.Keys[0].Error, want) {
 					t.Fatalf("error %q does not name %s", resp.Keys[0].Error, want)
 				}
+			}
+		})
+	}
+}
+
+// TestJoinBadStateFailsTheKey requires a state the helper did not write to
+// fail the key, with an error that says which byte, and no output.
+func TestJoinBadStateFailsTheKey(t *testing.T) {
+	for name, c := range map[string]func(*flowhost.Key) error{
+		"interval": flowhost.NewIntervalJoin("L", "R", -1, 1, pairPayload, "out", "expired").Process,
+		"enrich":   flowhost.NewEnrichJoin("T", "E", func(flowhost.Message, flowhost.JoinRecord) []byte { return nil }, "out", "unmatched").Process,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got error
+			comp := flowhost.Computation{Process: func(b *flowhost.Batch) error {
+				for k := range b.Keys() {
+					got = c(k)
+				}
+				return nil
+			}}
+			key := abi.RequestKey{Key: "k", State: []byte{1, 'W'}, Messages: []abi.Message{{ID: "m", Stream: "L", Payload: []byte("x")}}}
+			resp, err := flowhost.Run(comp, nil, &abi.Request{ABI: 1, Kind: abi.KindTransform, Keys: []abi.RequestKey{key}})
+			if err != nil || len(resp.Keys) != 1 {
+				t.Fatalf("run: %v %+v", err, resp)
+			}
+			k := resp.Keys[0]
+			if !errors.Is(got, flowhost.ErrJoinState) || !strings.Contains(k.Error, "at byte 1") || len(k.Emits) != 0 {
+				t.Fatalf("key error %q (returned %v), emits %v", k.Error, got, k.Emits)
 			}
 		})
 	}
