@@ -15,6 +15,9 @@ type JoinRecord struct {
 	// ID is the message's message_id, kept so that a payload can name a
 	// side that is no longer an input (sdk/JOINS.md, "Parents").
 	ID string
+	// Stream is the stream the record was read from (for a record from
+	// state, the join's stream of its side).
+	Stream string
 	// EventTimestamp is the message's event time.
 	EventTimestamp int64
 	// Payload is the message body; it must not be modified.
@@ -279,6 +282,12 @@ func satAdd(a, b int64) int64 {
 // is not safe for concurrent use.
 func (j *IntervalJoin) Process(k *Key) error {
 	held, err := decodeIntervalState(k.stateOrNil())
+	for i := range held {
+		held[i].rec.Stream = j.left
+		if held[i].right {
+			held[i].rec.Stream = j.right
+		}
+	}
 	if err == nil {
 		err = j.process(k, held)
 	}
@@ -317,7 +326,7 @@ func (j *IntervalJoin) process(k *Key, held []heldRecord) error {
 		default:
 			return fmt.Errorf("message %s: stream %q is neither the left stream %q nor the right stream %q of the join", m.ID, m.Stream, j.left, j.right)
 		}
-		n := heldRecord{right: right, rec: JoinRecord{ID: m.ID, EventTimestamp: m.EventTimestamp, Payload: m.Payload, Input: m.Input}}
+		n := heldRecord{right: right, rec: JoinRecord{ID: m.ID, Stream: m.Stream, EventTimestamp: m.EventTimestamp, Payload: m.Payload, Input: m.Input}}
 		for i := range held {
 			h := &held[i]
 			if h.right == right {
@@ -445,6 +454,9 @@ func (e *EnrichJoin) Process(k *Key) error {
 }
 
 func (e *EnrichJoin) process(k *Key, v *JoinRecord) error {
+	if v != nil {
+		v.Stream = e.table
+	}
 	changed := false
 	for m := range k.Messages() {
 		switch m.Stream {
@@ -453,7 +465,7 @@ func (e *EnrichJoin) process(k *Key, v *JoinRecord) error {
 			if len(m.Payload) == 0 {
 				v = nil
 			} else {
-				v = &JoinRecord{ID: m.ID, EventTimestamp: m.EventTimestamp, Payload: m.Payload, Input: m.Input}
+				v = &JoinRecord{ID: m.ID, Stream: m.Stream, EventTimestamp: m.EventTimestamp, Payload: m.Payload, Input: m.Input}
 			}
 		case e.events:
 			if v == nil {
