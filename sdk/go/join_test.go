@@ -274,3 +274,34 @@ func TestJoinBadStateFailsTheKey(t *testing.T) {
 		})
 	}
 }
+
+// TestIntervalJoinTimerHoldsOldest requires the expiry timer to carry the
+// smallest event time of the records it expires, whichever came first:
+// while it is pending it holds the output watermark back to the oldest
+// record that may still come out on the expired stream.
+func TestIntervalJoinTimerHoldsOldest(t *testing.T) {
+	// With lower 1, upper 6, a left record at 10 and a right one at 17
+	// both expire at 17 and do not match (17 - 10 > 6).
+	left := abi.Message{ID: "l", Stream: "L", EventTimestamp: 10, Payload: []byte("l")}
+	right := abi.Message{ID: "r", Stream: "R", EventTimestamp: 17, Payload: []byte("r")}
+	for name, ms := range map[string][]abi.Message{"left first": {left, right}, "right first": {right, left}} {
+		t.Run(name, func(t *testing.T) {
+			j := flowhost.NewIntervalJoin("L", "R", 1, 6, pairPayload, "out", "expired")
+			comp := flowhost.Computation{Process: func(b *flowhost.Batch) error {
+				for k := range b.Keys() {
+					_ = j.Process(k)
+				}
+				return nil
+			}}
+			resp, err := flowhost.Run(comp, nil, &abi.Request{ABI: 1, Kind: abi.KindTransform, Keys: []abi.RequestKey{{Key: "k", Messages: ms}}})
+			if err != nil || len(resp.Keys) != 1 {
+				t.Fatalf("run: %v %+v", err, resp)
+			}
+			k := resp.Keys[0]
+			last := k.TimersSet[len(k.TimersSet)-1]
+			if len(k.Emits) != 0 || last.TriggerTimestamp != 17 || *last.EventTimestamp != 10 {
+				t.Fatalf("emits %v, timers %+v", k.Emits, k.TimersSet)
+			}
+		})
+	}
+}
