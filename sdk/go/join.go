@@ -163,12 +163,14 @@ func WithExpired(f func(JoinRecord) []byte) JoinOption {
 // NewIntervalJoin returns a join of the streams left and right with
 // lower <= ts_right - ts_left <= upper, whose matches join builds and
 // emits on output and whose unmatched records go to expired. It panics
-// when lower > upper, join is nil, a stream name is empty or left equals
+// when lower > upper, lower is math.MinInt64, join is nil, a stream name is empty or left equals
 // right.
 func NewIntervalJoin(left, right string, lower, upper time.Duration, join func(JoinPair) []byte, output, expired string, opts ...JoinOption) *IntervalJoin {
 	switch {
 	case lower > upper:
 		panic("flowhost: NewIntervalJoin needs lower <= upper")
+	case lower == math.MinInt64:
+		panic("flowhost: NewIntervalJoin needs lower > math.MinInt64") // -lower must exist for a right record's expiry
 	case join == nil:
 		panic("flowhost: NewIntervalJoin needs a join function")
 	case left == "" || right == "" || output == "" || expired == "":
@@ -259,8 +261,9 @@ func (j *IntervalJoin) expiry(h heldRecord) int64 {
 	return satAdd(h.rec.EventTimestamp, j.upper)
 }
 
-// satAdd is a+b+1 clamped to int64, so times near the ends of int64 do not
-// wrap around into the past.
+// satAdd is a+b+1 clamped to int64 (the expiry trigger of a record at a
+// whose last possible match is at a+b), so times near the ends of int64
+// do not wrap around into the past.
 func satAdd(a, b int64) int64 {
 	s := a + b
 	switch {

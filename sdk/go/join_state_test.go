@@ -3,6 +3,7 @@ package flowhost
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -84,5 +85,19 @@ func TestDecodeJoinStateRefusesBadInput(t *testing.T) {
 				t.Fatalf("decode(%x) = %v, want ErrJoinState with %q", tc.in, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestSatAddClamps(t *testing.T) {
+	for _, tc := range []struct{ a, b, want int64 }{
+		{10, 5, 16},
+		{10, -5, 6},
+		{math.MaxInt64 - 1, 5, math.MaxInt64},
+		{math.MaxInt64, 0, math.MaxInt64},
+		{math.MinInt64, -5, math.MinInt64},
+	} {
+		if got := satAdd(tc.a, tc.b); got != tc.want {
+			t.Errorf("satAdd(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
 	}
 }
