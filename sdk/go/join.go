@@ -320,6 +320,9 @@ func (j *IntervalJoin) process(k *Key, held []heldRecord) error {
 		}
 		held = kept
 	}
+	// touched are the expiry triggers whose hold this call changed; reset
+	// those of them that have a timer from an earlier call.
+	var touched, reset []int64
 	for m := range k.Messages() {
 		var right bool
 		switch m.Stream {
@@ -342,6 +345,12 @@ func (j *IntervalJoin) process(k *Key, held []heldRecord) error {
 			if !j.inRange(l.EventTimestamp, r.EventTimestamp) {
 				continue
 			}
+			if !h.matched {
+				touched = append(touched, j.expiry(*h))
+				if h.rec.Input < 0 {
+					reset = append(reset, j.expiry(*h)) // its pending timer still holds h's time
+				}
+			}
 			h.matched, n.matched = true, true
 			parents := []int{m.Input}
 			if h.rec.Input >= 0 {
@@ -353,15 +362,9 @@ func (j *IntervalJoin) process(k *Key, held []heldRecord) error {
 		}
 		held = append(held, n)
 		changed = true
-		trigger := j.expiry(n)
-		oldest := n.rec.EventTimestamp
-		for _, h := range held {
-			if j.expiry(h) == trigger {
-				oldest = min(oldest, h.rec.EventTimestamp)
-			}
-		}
-		k.SetTimer(trigger, WithTimerEventTimestamp(oldest))
+		touched = append(touched, j.expiry(n))
 	}
+	j.setTimers(k, held, touched, reset)
 	switch {
 	case !changed:
 	case len(held) == 0:
@@ -372,6 +375,35 @@ func (j *IntervalJoin) process(k *Key, held []heldRecord) error {
 		k.SetState(encodeIntervalState(held))
 	}
 	return nil
+}
+
+// setTimers sets the timer of each touched trigger with the event time it
+// must hold the output watermark at: the oldest held record of that expiry
+// that has not matched, which may still come out expired at its own time.
+// A matched record needs no hold: a later match of it has an event time at
+// least that of the record it meets, an input the host already accounts
+// for. A timer from an earlier call is cancelled first, since the host
+// keeps the smallest event time of one trigger; setting it again at the
+// same trigger does not move where it fires, so this cannot make the
+// result depend on batching (sdk/WINDOWS.md, point 4).
+func (j *IntervalJoin) setTimers(k *Key, held []heldRecord, touched, reset []int64) {
+	slices.Sort(touched)
+	for _, trigger := range slices.Compact(touched) {
+		if slices.Contains(reset, trigger) {
+			k.CancelTimer(trigger)
+		}
+		hold, holds := int64(0), false
+		for _, h := range held {
+			if !h.matched && j.expiry(h) == trigger && (!holds || h.rec.EventTimestamp < hold) {
+				hold, holds = h.rec.EventTimestamp, true
+			}
+		}
+		if holds {
+			k.SetTimer(trigger, WithTimerEventTimestamp(hold))
+		} else {
+			k.SetTimer(trigger) // event_ts = trigger: in the future, it holds nothing back
+		}
+	}
 }
 
 // inRange reports lower <= tr - tl <= upper; a difference that overflows

@@ -305,3 +305,36 @@ func TestIntervalJoinTimerHoldsOldest(t *testing.T) {
 		})
 	}
 }
+
+// TestIntervalJoinMatchReleasesHold requires a held record that gets
+// matched to stop holding the watermark: its timer from an earlier call is
+// cancelled and set again at the same trigger, with no event time.
+func TestIntervalJoinMatchReleasesHold(t *testing.T) {
+	j := flowhost.NewIntervalJoin("L", "R", -5, 5, pairPayload, "out", "expired")
+	comp := flowhost.Computation{Process: func(b *flowhost.Batch) error {
+		for k := range b.Keys() {
+			_ = j.Process(k)
+		}
+		return nil
+	}}
+	run := func(k abi.RequestKey) abi.ResponseKey {
+		resp, err := flowhost.Run(comp, nil, &abi.Request{ABI: 1, Kind: abi.KindTransform, Keys: []abi.RequestKey{k}})
+		if err != nil || len(resp.Keys) != 1 || resp.Keys[0].Error != "" {
+			t.Fatalf("run: %v %+v", err, resp)
+		}
+		return resp.Keys[0]
+	}
+	first := run(abi.RequestKey{Key: "k", Messages: []abi.Message{{ID: "l", Stream: "L", EventTimestamp: 10, Payload: []byte("l")}}})
+	if len(first.TimersSet) != 1 || first.TimersSet[0].TriggerTimestamp != 16 || *first.TimersSet[0].EventTimestamp != 10 {
+		t.Fatalf("first timers %+v", first.TimersSet)
+	}
+	second := run(abi.RequestKey{Key: "k", State: first.State, Messages: []abi.Message{{ID: "r", Stream: "R", EventTimestamp: 12, Payload: []byte("r")}}})
+	if len(second.Emits) != 1 || !slices.Equal(second.TimersCancel, []int64{16}) || len(second.TimersSet) != 2 {
+		t.Fatalf("emits %v, cancel %v, set %+v", second.Emits, second.TimersCancel, second.TimersSet)
+	}
+	for _, ts := range second.TimersSet {
+		if ts.EventTimestamp != nil {
+			t.Fatalf("timer at %d holds %d; both records are matched", ts.TriggerTimestamp, *ts.EventTimestamp)
+		}
+	}
+}

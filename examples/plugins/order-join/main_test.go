@@ -96,6 +96,13 @@ func TestPaymentMeetsOrderInState(t *testing.T) {
 	require.Equal(t, []uint32{0}, k.Emits[0].Parents, "the order is in state, not an input: only the payment is a parent")
 	require.Equal(t, o.ID, decode(t, k.Emits[0].Payload)["order_message"], "the payload keeps the order's id")
 	require.Equal(t, "ann", decode(t, k.Emits[0].Payload)["customer"])
+	// Joined, the order no longer holds the output watermark back: its
+	// timer is set again at the same trigger without its event time.
+	require.Equal(t, []int64{t0 + expire + 1}, k.TimersCancel)
+	require.Len(t, k.TimersSet, 2)
+	for _, ts := range k.TimersSet {
+		require.Nil(t, ts.EventTimestamp, "timer at %d: both sides are joined", ts.TriggerTimestamp)
+	}
 }
 
 func TestFirstSideWaitsWithATimer(t *testing.T) {
