@@ -110,10 +110,18 @@ var intervalBounds = []struct {
 // for batch sizes 1, 7 and 1000 on random out-of-order input, and that
 // every record either matched or came out expired.
 func TestIntervalJoinMatchesModel(t *testing.T) {
-	for _, bd := range intervalBounds {
+	for _, bd := range append(intervalBounds, struct {
+		name         string
+		lower, upper int64
+	}{name: "random"}) {
 		t.Run(bd.name, func(t *testing.T) {
 			var sawMatch, sawExpired bool
 			rapid.Check(t, func(rt *rapid.T) {
+				bd := bd
+				if bd.name == "random" {
+					bd.lower = rapid.Int64Range(-8, 8).Draw(rt, "lower")
+					bd.upper = bd.lower + rapid.Int64Range(0, 10).Draw(rt, "width")
+				}
 				in := joinInputs(rt, "L", "R")
 				bound := rapid.Int64Range(0, 8).Draw(rt, "bound")
 				wantM, wantX := modelInterval(in, bound, bd.lower, bd.upper)
