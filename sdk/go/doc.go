@@ -31,6 +31,10 @@
 // the timer or message being iterated). A panic in Process or Init is
 // recovered, logged through the host and reported as a guest failure.
 //
+// Helpers that own a key's state and timers, with results independent of
+// batching: Windows (event-time windows, sdk/WINDOWS.md), IntervalJoin and
+// EnrichJoin (sdk/JOINS.md).
+//
 // Envelopes are read and written by package abi's codec, which is written
 // for exactly the envelope types (no reflection, no CBOR library), the same
 // one the host uses; it keeps a module small (about 2.9 MB for the identity
