@@ -12,17 +12,21 @@
 import { Aggregator, Batch, Message, Params, Window, WindowSpec, Windows, bytesOfText, register } from "@flowhost/sdk";
 export * from "@flowhost/sdk/assembly/exports";
 
-/** Reads a count; an empty or malformed accumulator counts 0 (only this guest writes it). */
+/** Reads a count as Go's binary.Uvarint does: a truncated or overflowing one is 0. */
 function readCount(b: Uint8Array): u64 {
   let x: u64 = 0;
   let s: u64 = 0;
-  for (let i = 0; i < b.length && i < 10; i++) {
+  for (let i = 0; i < b.length; i++) {
+    if (i == 10) return 0;
     const c = <u64>b[i];
+    if (c < 0x80) {
+      if (i == 9 && c > 1) return 0;
+      return x | (c << s);
+    }
     x |= (c & 0x7f) << s;
-    if (c < 0x80) return x;
     s += 7;
   }
-  return x;
+  return 0;
 }
 
 function writeCount(x: u64): Uint8Array {
