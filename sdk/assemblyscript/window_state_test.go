@@ -174,3 +174,28 @@ func TestWindowGuestInit(t *testing.T) {
 		windowInstance(t, m, sp)
 	}
 }
+
+// TestWindowsKeepTimerSetInCall: two records of one session in one call.
+// The first sets the timer at 104; the second grows the session to end at
+// 105, and the timer at 104, set in this very call, is not cancelled (the
+// host re-cuts a batch only for the timers its response sets, so
+// cancelling it would make the result depend on the cut). A timer of an
+// earlier call is cancelled when its session grows.
+func TestWindowsKeepTimerSetInCall(t *testing.T) {
+	m, _ := guestModule(t, windowGuest)
+	inst := windowInstance(t, m, winSpec{kind: "session", gap: 4})
+	msg := func(id string, ts int64) abi.Message {
+		return abi.Message{ID: id, Stream: "in", EventTimestamp: ts, Payload: []byte(id)}
+	}
+	resp := process(t, inst, &abi.Request{ABI: abi.Version, Computation: "win", Kind: abi.KindTransform, Epoch: 1,
+		Keys: []abi.RequestKey{{Key: "k", Messages: []abi.Message{msg("a", 100), msg("b", 101)}}}}, winOutputs)
+	require.Len(t, resp.Keys, 1)
+	require.Equal(t, []abi.Timer{{TriggerTimestamp: 104}, {TriggerTimestamp: 105}}, resp.Keys[0].TimersSet)
+	require.Empty(t, resp.Keys[0].TimersCancel)
+
+	resp = process(t, inst, &abi.Request{ABI: abi.Version, Computation: "win", Kind: abi.KindTransform, Epoch: 2,
+		Keys: []abi.RequestKey{{Key: "k", State: resp.Keys[0].State, Messages: []abi.Message{msg("c", 103)}}}}, winOutputs)
+	require.Len(t, resp.Keys, 1)
+	require.Equal(t, []int64{105}, resp.Keys[0].TimersCancel, "the earlier call's timer moves")
+	require.Equal(t, []abi.Timer{{TriggerTimestamp: 107}}, resp.Keys[0].TimersSet)
+}

@@ -20,8 +20,8 @@ import (
 
 // winSpec is one window configuration of the window guest.
 type winSpec struct {
-	name                           string
-	kind                           string
+	name                         string
+	kind                         string
 	size, advance, gap, lateness int64
 }
 
