@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/engine"
+	"github.com/flowhost/flowhost/sdk/assemblyscript"
 	flowhost "github.com/flowhost/flowhost/sdk/go"
 )
 
@@ -198,4 +201,37 @@ func TestWindowsKeepTimerSetInCall(t *testing.T) {
 	require.Len(t, resp.Keys, 1)
 	require.Equal(t, []int64{105}, resp.Keys[0].TimersCancel, "the earlier call's timer moves")
 	require.Equal(t, []abi.Timer{{TriggerTimestamp: 107}}, resp.Keys[0].TimersSet)
+}
+
+// TestBuildWindowGuest builds the window guest with BuildWindowGuest (the
+// other tests may take it from the build cache) and runs a batch on it:
+// one tumbling window fired by its timer, one late record.
+func TestBuildWindowGuest(t *testing.T) {
+	path, err := assemblyscript.BuildWindowGuest(t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, "assemblyscript-windowguest.wasm", filepath.Base(path))
+	wasm, err := os.ReadFile(path)
+	require.NoError(t, err)
+	ctx := context.Background()
+	e, err := engine.NewWazero(ctx, engine.NewConfig())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close(ctx)) })
+	m, err := e.Compile(ctx, "as-windowguest-fresh", wasm)
+	require.NoError(t, err)
+	inst := windowInstance(t, m, winSpec{kind: "tumbling", size: 10})
+	state := []byte{1}
+	state = binary.AppendVarint(state, math.MinInt64)
+	state = append(state, 1, 0 /* start 0 */, 20 /* end 10 */, 1, 2 /* count 2 */)
+	resp := process(t, inst, &abi.Request{ABI: abi.Version, Computation: "win", Kind: abi.KindTransform, Epoch: 1,
+		Keys: []abi.RequestKey{{Key: "k", State: state, Timers: []abi.DueTimer{{ID: "t", TriggerTimestamp: 10}},
+			Messages: []abi.Message{{ID: "m", Stream: "in", EventTimestamp: 9, Payload: []byte("late one")}}}}}, winOutputs)
+	require.Len(t, resp.Keys, 1)
+	rk := resp.Keys[0]
+	require.Len(t, rk.Emits, 2)
+	require.Equal(t, "windows", rk.Emits[0].Stream)
+	require.Equal(t, `{"start":0,"end":10,"count":2}`, string(rk.Emits[0].Payload))
+	require.Equal(t, "late", rk.Emits[1].Stream)
+	require.Equal(t, "late one", string(rk.Emits[1].Payload))
+	require.Equal(t, []uint32{1}, rk.Emits[1].Parents, "a late record is its own parent")
+	require.Equal(t, append([]byte{1}, binary.AppendVarint(nil, 10)[0], 0), rk.State, "fired_through 10, no window open")
 }
