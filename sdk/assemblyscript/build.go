@@ -190,3 +190,20 @@ func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// BuildWindowGuest compiles the SDK's window conformance guest
+// (windowguest/index.ts, the behaviour of /sdk/WINDOWS.md's window guest:
+// counts per window with the Windows helper) into outDir as
+// assemblyscript-windowguest.wasm and returns its path. It fails, never
+// skips, when node or npm is missing, naming what to install.
+func BuildWindowGuest(outDir string) (wasmPath string, err error) {
+	dir, err := sdkDir()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(outDir, "assemblyscript-windowguest.wasm")
+	if err := Build(filepath.Join(dir, "windowguest", "index.ts"), out); err != nil {
+		return "", err
+	}
+	return out, nil
+}

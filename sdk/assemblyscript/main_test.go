@@ -27,6 +27,7 @@ const (
 	testGuest        = "testguest"   // testdata/testguest: the golden scripts and a few more
 	conformanceGuest = "conformance" // conformance: SCRIPT.md
 	windowCountGuest = "window-count"
+	windowGuest      = "windowguest" // windowguest: the window conformance guest
 )
 
 // guestEntries are the entry files of the guests.
@@ -70,7 +71,7 @@ func loadGuests(tmp string) error {
 	if err == nil {
 		dir = filepath.Join(userCache, "flowhost", "assemblyscript-test", sum)
 	}
-	names := []string{conformanceGuest}
+	names := []string{conformanceGuest, windowGuest}
 	for name := range guestEntries {
 		names = append(names, name)
 	}
@@ -144,6 +145,7 @@ func buildGuests(dir string) error {
 		})
 	}
 	build(conformanceGuest, func() (string, error) { return assemblyscript.BuildConformanceGuest(tmp) })
+	build(windowGuest, func() (string, error) { return assemblyscript.BuildWindowGuest(tmp) })
 	wg.Wait()
 	return errors.Join(errs...)
 }
@@ -169,7 +171,7 @@ func sourceHash() (string, error) {
 			return "", err
 		}
 	}
-	for _, dir := range []string{"assembly", "conformance", "examples", "testdata"} {
+	for _, dir := range []string{"assembly", "conformance", "examples", "testdata", "windowguest"} {
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".ts") {
 				return err

@@ -25,6 +25,7 @@ export { Params, Value, ValueKind, Duration, parseDuration } from "./params";
 export { Level, log, flowhostAbort } from "./log";
 export { register, ProcessFunc, InitFunc } from "./guest";
 export { quote, quoteBytes, parseInt64, ParsedInt } from "./text";
+export { WindowSpec, Window, Aggregator, Windows, WINDOW_STATE_ERROR } from "./window";
 
 import { decodeUTF8, encodeUTF8 } from "./cbor";
 
