@@ -61,6 +61,7 @@ mod error;
 mod guest;
 mod log;
 mod params;
+mod window;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 
@@ -72,6 +73,7 @@ pub use error::Error;
 pub use guest::{Guest, Status};
 pub use log::{log, Level};
 pub use params::{ParamError, Params, Value};
+pub use window::{Aggregator, Window, WindowSpec, WindowStateError, Windows};
 
 /// What a guest module computes. The [`export!`] macro makes one value of
 /// it the module's computation; the host calls [`init`](Self::init) once
