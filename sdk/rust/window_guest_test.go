@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,13 +34,23 @@ var windowGuestModule = sync.OnceValues(func() ([]byte, error) {
 	return os.ReadFile(path)
 })
 
+// windowGuestCompiled compiles the module once per test binary, so that
+// the fuzz target does not compile it per input.
+var windowGuestCompiled = sync.OnceValues(func() (engine.Module, error) {
+	wasm, err := windowGuestModule()
+	if err != nil {
+		return nil, fmt.Errorf("rust.BuildWindowGuest: %w", err)
+	}
+	e, err := sharedEngine()
+	if err != nil {
+		return nil, err
+	}
+	return e.Compile(context.Background(), "rust-windowguest", wasm)
+})
+
 func compiledWindowGuest(t *testing.T) engine.Module {
 	t.Helper()
-	wasm, err := windowGuestModule()
-	require.NoError(t, err, "rust.BuildWindowGuest")
-	e, err := sharedEngine()
-	require.NoError(t, err)
-	m, err := e.Compile(context.Background(), "rust-windowguest", wasm)
+	m, err := windowGuestCompiled()
 	require.NoError(t, err)
 	return m
 }
@@ -215,4 +226,61 @@ func TestWorkspaceKey(t *testing.T) {
 	require.Equal(t, a, rust.WorkspaceKey(filepath.Join(other, "a/sdk/rust")))
 	require.NotEqual(t, a, rust.WorkspaceKey(filepath.Join(other, "b/sdk/rust/windowguest")))
 	require.NotEqual(t, key, a)
+}
+
+// FuzzWindowGuestState feeds arbitrary key states (with a due timer and a
+// message) to the Rust window guest through the engine and to the Go
+// SDK's Windows: both refuse the state, each failing the key alone with
+// an error of the shared prefix, or both accept it and answer the same
+// response, so the Rust decoder accepts exactly what Go's does.
+func FuzzWindowGuestState(f *testing.F) {
+	for _, seed := range [][]byte{
+		{},
+		{1, 0, 0},
+		{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x01, 0x00, 0x14, 0x01, 0x05},
+		{1, 20, 2, 0, 20, 1, 3, 20, 40, 0},
+		{1, 0, 2, 0, 2, 0, 0},
+		{2},
+		{1, 0x80, 0x80, 0x00, 0x00},
+		{1, 0, 1, 0, 2, 50},
+	} {
+		f.Add(seed, int64(5), int64(10))
+	}
+	init := &abi.Init{ABI: abi.Version, Computation: "w", Kind: abi.KindTransform,
+		Parameters: map[string]any{"kind": "tumbling", "size_ns": int64(10)}, OutputStreams: []string{"windows", "late"}}
+	goWindows := flowhost.NewWindows(flowhost.Tumbling(10), goCount, "windows", "late")
+	goComp := flowhost.Computation{Process: func(b *flowhost.Batch) error {
+		for k := range b.Keys() {
+			_ = goWindows.Process(k)
+		}
+		return nil
+	}}
+	f.Fuzz(func(t *testing.T, state []byte, ts, trigger int64) {
+		inst := instantiate(t, compiledWindowGuest(t))
+		initWith(t, inst, init)
+		req := &abi.Request{ABI: abi.Version, Computation: "w", Kind: abi.KindTransform, Keys: []abi.RequestKey{{
+			Key: "k", State: state,
+			Timers:   []abi.DueTimer{{ID: "t", TriggerTimestamp: trigger, EventTimestamp: trigger}},
+			Messages: []abi.Message{{ID: "m", Stream: "in", EventTimestamp: ts, SystemTimestamp: ts, AlignmentTimestamp: ts, Payload: []byte("p")}},
+		}}}
+		reqBytes, err := abi.EncodeRequest(req)
+		require.NoError(t, err)
+		out, err := inst.Process(context.Background(), reqBytes)
+		require.NoError(t, err, "the guest must answer any state")
+		resp, err := abi.DecodeResponse(out, abi.ResponseLimits{})
+		require.NoError(t, err)
+		goResp, err := flowhost.Run(goComp, init, req)
+		require.NoError(t, err)
+		require.Len(t, resp.Keys, 1)
+		require.Len(t, goResp.Keys, 1)
+		const prefix = "flowhost: the key's state is not a window state: "
+		rustErr, goErr := resp.Keys[0].Error, goResp.Keys[0].Error
+		if rustErr != "" || goErr != "" {
+			require.Truef(t, strings.HasPrefix(rustErr, prefix) && strings.HasPrefix(goErr, prefix),
+				"state %x: Rust %q, Go %q", state, rustErr, goErr)
+			require.Equal(t, abi.ResponseKey{Key: "k", Error: rustErr}, resp.Keys[0])
+			return
+		}
+		require.Equal(t, goResp, resp, "state %x", state)
+	})
 }
