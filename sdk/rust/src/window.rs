@@ -106,19 +106,45 @@ pub enum WindowStateError {
         found: Option<u8>,
     },
     /// `fired_through` is not a varint (truncated or overflowing).
-    FiredThrough { at: usize },
+    FiredThrough {
+        /// Where the varint starts.
+        at: usize,
+    },
     /// The count of open windows is not a uvarint or exceeds the bytes
     /// left.
-    Count { at: usize },
+    Count {
+        /// Where the uvarint starts.
+        at: usize,
+    },
     /// A window's start is not a varint.
-    Start { window: u64, at: usize },
+    Start {
+        /// The window's index, from 0.
+        window: u64,
+        /// Where the field starts.
+        at: usize,
+    },
     /// A window's end is not a varint.
-    End { window: u64, at: usize },
+    End {
+        /// The window's index, from 0.
+        window: u64,
+        /// Where the field starts.
+        at: usize,
+    },
     /// A window's accumulator length is not a uvarint or runs past the end
     /// of the state.
-    AccumulatorLength { window: u64, at: usize },
+    AccumulatorLength {
+        /// The window's index, from 0.
+        window: u64,
+        /// Where the field starts.
+        at: usize,
+    },
     /// Bytes follow the last window.
-    TrailingBytes { at: usize, len: usize },
+    TrailingBytes {
+        /// Where the last window ends.
+        at: usize,
+        /// The state's length.
+        len: usize,
+    },
 }
 
 impl fmt::Display for WindowStateError {
