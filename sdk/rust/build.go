@@ -10,6 +10,8 @@ package rust
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,10 +52,10 @@ var wasmTargets = []string{"wasm32-wasip1", "wasm32-wasi"}
 // `cargo build --release` for WebAssembly, copies the module into outDir
 // (which must exist) as <library name>.wasm and returns its path.
 //
-// Cargo's target directory is shared by every build of the user, in the
-// user's cache directory (flowhost/rust), unless CARGO_TARGET_DIR is set,
-// so dependencies compile once and an unchanged crate rebuilds in well
-// under a second. Concurrent calls are safe: cargo locks the directory.
+// Cargo's target directory is kept in the user's cache directory
+// (flowhost/rust/target/<workspace>-<hash of its path>), one per cargo
+// workspace, unless CARGO_TARGET_DIR is set, so dependencies compile once
+// per workspace and an unchanged crate rebuilds in well under a second. Concurrent calls are safe: cargo locks the directory.
 // A missing toolchain gives an error wrapping ErrToolchain; a crate that
 // does not compile gives an error carrying cargo's diagnostics.
 func Build(crateDir, outDir string) (string, error) {
@@ -101,6 +103,21 @@ func BuildConformanceGuest(outDir string) (string, error) {
 	return Build(filepath.Join(dir, "conformance"), outDir)
 }
 
+// BuildWindowGuest builds the SDK's window conformance guest
+// (windowguest/: counts per window with flowhost::Windows, the behaviour
+// every SDK's window guest shares) into outDir as
+// flowhost_windowguest.wasm and returns the .wasm path. It fails (never
+// skips) when the toolchain is missing, with an error wrapping
+// ErrToolchain that names the packages. It needs the source tree of this
+// module.
+func BuildWindowGuest(outDir string) (wasmPath string, err error) {
+	dir, err := sdkDir()
+	if err != nil {
+		return "", err
+	}
+	return Build(filepath.Join(dir, "windowguest"), outDir)
+}
+
 // sdkDir is the directory of the SDK's sources: this file's.
 func sdkDir() (string, error) {
 	_, self, _, ok := runtime.Caller(0)
@@ -131,7 +148,7 @@ func cargoCommand(dir string, args ...string) (*exec.Cmd, error) {
 	cmd := exec.Command(cargoPath, args...)
 	cmd.Dir = dir
 	env := make([]string, 0, len(os.Environ())+4)
-	targetDir := filepath.Join(cache, "target")
+	targetDir := filepath.Join(cache, "target", workspaceKey(dir))
 	for _, kv := range os.Environ() {
 		name, value, _ := strings.Cut(kv, "=")
 		switch name {
@@ -152,6 +169,40 @@ func cargoCommand(dir string, args ...string) (*exec.Cmd, error) {
 		"CARGO_TARGET_DIR="+targetDir,
 	)
 	return cmd, nil
+}
+
+// workspaceKey names the target directory of the cargo workspace that
+// holds dir. One target directory per workspace, not one for all: cargo
+// hashes a path crate by its path relative to its workspace root, so two
+// checkouts of one workspace (or two projects of the same crate name)
+// sharing a target directory take each other's build for fresh, and a
+// build could link a stale copy of the SDK.
+func workspaceKey(dir string) string {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		root = dir
+	}
+	for d := root; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "Cargo.toml")); err == nil && hasWorkspaceTable(b) {
+			root = d
+			break
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	sum := sha256.Sum256([]byte(samePath(root)))
+	return filepath.Base(root) + "-" + hex.EncodeToString(sum[:6])
+}
+
+// hasWorkspaceTable reports whether a Cargo.toml declares a [workspace].
+func hasWorkspaceTable(manifest []byte) bool {
+	for _, line := range strings.Split(string(manifest), "\n") {
+		if strings.TrimSpace(line) == "[workspace]" {
+			return true
+		}
+	}
+	return false
 }
 
 // cacheDir is where cargo's target and home directories live between runs.

@@ -5,6 +5,7 @@ var (
 	CargoCommand = cargoCommand
 	WasmArtifact = wasmArtifact
 	SDKDir       = sdkDir
+	WorkspaceKey = workspaceKey
 )
 
 // SetToolchainPath points the toolchain file named by which ("cargo",

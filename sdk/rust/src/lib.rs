@@ -49,6 +49,10 @@
 //! `map` computation) makes the guest answer "guest failure" with a log
 //! line naming the call's source location, as the Go SDK does.
 //!
+//! Event-time windows (tumbling, hopping, session, with allowed lateness
+//! and a late stream) are [`Windows`]: the port of the Go SDK's helper,
+//! with the same results and state bytes (`sdk/WINDOWS.md`).
+//!
 //! A panic traps the instance: WebAssembly has no unwinding. The SDK logs
 //! the panic message through `flowhost.log` first; the host reports the
 //! trap and starts a new instance, losing nothing, since state lives in the
@@ -61,6 +65,7 @@ mod error;
 mod guest;
 mod log;
 mod params;
+mod window;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 
@@ -72,6 +77,7 @@ pub use error::Error;
 pub use guest::{Guest, Status};
 pub use log::{log, Level};
 pub use params::{ParamError, Params, Value};
+pub use window::{Aggregator, Window, WindowSpec, WindowStateError, Windows};
 
 /// What a guest module computes. The [`export!`] macro makes one value of
 /// it the module's computation; the host calls [`init`](Self::init) once
