@@ -291,6 +291,7 @@ func peakRSS() int64 {
 // both:
 //
 //	go test -run '^$' -bench NativeHostRSS -benchtime 1x ./host/
+//
 // BenchmarkLimit is the limit baseline: the irreducible work of every
 // figure of `make bench`, generating the records of memorySource and
 // handing each to a function that counts it and its bytes, with no host
