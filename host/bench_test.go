@@ -274,24 +274,6 @@ func BenchmarkNativeHost(b *testing.B) {
 	b.ReportMetric(float64(costs[2].cpu)/float64(costs[0].cpu), "chain3/p1-cpu")
 }
 
-// peakRSS returns the process's peak resident set size so far, in bytes.
-func peakRSS() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Maxrss << 10 // kilobytes on Linux
-}
-
-// BenchmarkNativeHostRSS runs the identity pipeline in memory over 1M and
-// then 10M records and reports the process's peak RSS after each: with
-// the default buffers (64 MiB source queue, 64 MiB computation buffer) it
-// must not grow with the input. The peak only ever rises, so the 10M
-// figure includes the 1M run's; a bounded host shows the same figure for
-// both:
-//
-//	go test -run '^$' -bench NativeHostRSS -benchtime 1x ./host/
-//
 // BenchmarkLimit is the limit baseline: the irreducible work of every
 // figure of `make bench`, generating the records of memorySource and
 // handing each to a function that counts it and its bytes, with no host
@@ -315,6 +297,23 @@ func BenchmarkLimit(b *testing.B) {
 	b.ReportMetric(float64(size)/float64(count), "B/msg")
 }
 
+// peakRSS returns the process's peak resident set size so far, in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss << 10 // kilobytes on Linux
+}
+
+// BenchmarkNativeHostRSS runs the identity pipeline in memory over 1M and
+// then 10M records and reports the process's peak RSS after each: with
+// the default buffers (64 MiB source queue, 64 MiB computation buffer) it
+// must not grow with the input. The peak only ever rises, so the 10M
+// figure includes the 1M run's; a bounded host shows the same figure for
+// both:
+//
+//	go test -run '^$' -bench NativeHostRSS -benchtime 1x ./host/
 func BenchmarkNativeHostRSS(b *testing.B) {
 	for _, n := range []int{1_000_000, 10_000_000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
