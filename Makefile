@@ -120,7 +120,7 @@ BENCH_RECORDS ?= 1000000
 bench: deps
 	@set -o pipefail; log=$$(mktemp); \
 	$(GO) test -run '^$$' -bench '^(BenchmarkLimit|BenchmarkIdentityLanguages|BenchmarkExactlyOnce)$$' -benchtime 1x -timeout 60m ./host/ -args -records $(BENCH_RECORDS) | tee $$log \
-	&& (cd host/internal/benthosbench && $(GO) test -run '^$$' -bench '^BenchmarkBenthos$$' -benchtime 1x -timeout 30m . -args -records $(BENCH_RECORDS)) | tee -a $$log \
+	&& (cd host/internal/benthosbench && $(GO) test -run '^$$' -bench '^(BenchmarkBenthos|BenchmarkSameProcess)$$' -benchtime 1x -timeout 30m . -args -records $(BENCH_RECORDS)) | tee -a $$log \
 	&& echo && echo "$(BENCH_RECORDS) records per figure, one run, $$(nproc) cores, load average $$(cut -d' ' -f1-3 /proc/loadavg):" \
 	&& $(GO) run ./host/internal/benchtable $$log; rc=$$?; rm -f $$log; exit $$rc
 

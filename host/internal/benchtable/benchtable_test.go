@@ -22,6 +22,7 @@ PASS
 ok  	github.com/flowhost/flowhost/host	12.3s
 BenchmarkBenthos/noop-2         	       1	 320407990 ns/op	    624208 msgs/s
 BenchmarkBenthos/noop-2         	       1	 320407990 ns/op	    624210 msgs/s
+BenchmarkSameProcess-2   	       1	7387536304 ns/op	    800000 benthos-noop-msgs/s	    200000 flowhost-native-msgs/s
 `
 
 func TestParse(t *testing.T) {
@@ -64,6 +65,7 @@ func TestRender(t *testing.T) {
 		"BenchmarkIdentityLanguages/go msgs/s",
 		"BenchmarkExactlyOnce/partitions=2 exactly-once-msgs/s",
 		"BenchmarkBenthos/wazero msgs/s",
+		"BenchmarkSameProcess benthos-wazero-msgs/s",
 	}, missing)
 	require.Equal(t, `| what | msgs/s | x flowhost native |
 |---|---:|---:|
@@ -77,6 +79,9 @@ func TestRender(t *testing.T) {
 | flowhost native, exactly-once, 2 partitions | missing | - |
 | Benthos v4, no-op batch processor | 624k | 2.08 |
 | Benthos v4, wazero identity per message | missing | - |
+| same process, alternating: flowhost native Go, 1 partition | 200k | 1.00 |
+| same process, alternating: Benthos v4, no-op batch processor | 800k | 4.00 |
+| same process, alternating: Benthos v4, wazero identity per message | missing | - |
 `, out.String())
 }
 

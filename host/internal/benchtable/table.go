@@ -12,6 +12,10 @@ type Row struct {
 	Label, Bench, Metric string
 	// Reference marks the row every ratio is taken against.
 	Reference bool
+	// Against, when set, is a metric of the same benchmark (the same
+	// process and iteration) that this row's ratio is taken against
+	// instead of the reference row.
+	Against string
 }
 
 // Rows are the figures of issue 13, in the order of the table.
@@ -26,6 +30,9 @@ var Rows = []Row{
 	{Label: "flowhost native, exactly-once, 2 partitions", Bench: "BenchmarkExactlyOnce/partitions=2", Metric: "exactly-once-msgs/s"},
 	{Label: "Benthos v4, no-op batch processor", Bench: "BenchmarkBenthos/noop", Metric: "msgs/s"},
 	{Label: "Benthos v4, wazero identity per message", Bench: "BenchmarkBenthos/wazero", Metric: "msgs/s"},
+	{Label: "same process, alternating: flowhost native Go, 1 partition", Bench: "BenchmarkSameProcess", Metric: "flowhost-native-msgs/s", Against: "flowhost-native-msgs/s"},
+	{Label: "same process, alternating: Benthos v4, no-op batch processor", Bench: "BenchmarkSameProcess", Metric: "benthos-noop-msgs/s", Against: "flowhost-native-msgs/s"},
+	{Label: "same process, alternating: Benthos v4, wazero identity per message", Bench: "BenchmarkSameProcess", Metric: "benthos-wazero-msgs/s", Against: "flowhost-native-msgs/s"},
 }
 
 // lookup returns the mean of metric over every result of bench (several
@@ -46,9 +53,9 @@ func lookup(results []Result, bench, metric string) (float64, bool) {
 }
 
 // Render writes rows as a Markdown table of msgs/s and the ratio to the
-// reference row, and returns the "bench metric" of every row the results
-// lack (printed as missing, never left out). Without the reference, the
-// ratio column is "-".
+// reference row (or to the row's Against metric), and returns the "bench
+// metric" of every row the results lack (printed as missing, never left
+// out). Without the figure a ratio needs, the ratio column is "-".
 func Render(w io.Writer, rows []Row, results []Result) (missing []string) {
 	ref, haveRef := 0.0, false
 	for _, r := range rows {
@@ -67,7 +74,11 @@ func Render(w io.Writer, rows []Row, results []Result) (missing []string) {
 			continue
 		}
 		ratio := "-"
-		if haveRef {
+		if r.Against != "" {
+			if against, ok := lookup(results, r.Bench, r.Against); ok && against > 0 {
+				ratio = strconv.FormatFloat(v/against, 'f', 2, 64)
+			}
+		} else if haveRef {
 			ratio = strconv.FormatFloat(v/ref, 'f', 2, 64)
 		}
 		fmt.Fprintf(w, "| %s | %s | %s |\n", r.Label, human(v), ratio)
