@@ -113,9 +113,11 @@ test: deps vet unit fuzz
 # the same input (BENCH_RECORDS records of about 100 bytes): the limit
 # baseline, flowhost native and its C, Rust, AssemblyScript and Go guests,
 # exactly-once, and Benthos (host/internal/benthosbench, a module of its
-# own) with a no-op processor and with a wazero call per message. The go
-# test lines show as they come; the table (msgs/s and the ratio to flowhost
-# native of this run) comes last. bench-all runs every benchmark instead.
+# own) with a no-op processor and with a wazero call per message, also
+# alternating with flowhost native in one process (BenchmarkSameProcess),
+# whose ratios hold best on a loaded machine. The go test lines show as
+# they come; the table (msgs/s and the ratio to flowhost native of this
+# run) comes last. bench-all runs every benchmark instead.
 BENCH_RECORDS ?= 1000000
 bench: deps
 	@set -o pipefail; log=$$(mktemp); \
