@@ -17,7 +17,7 @@ APT_PACKAGES := gcc wabt clang lld wasi-libc libclang-rt-dev-wasm32 libc++-dev-w
 NODE_PACKAGES := nodejs npm
 FUZZTIME ?= 10s
 
-.PHONY: all demo test deps build vet unit fuzz bench
+.PHONY: all demo test deps build vet unit fuzz bench bench-all
 
 all: build
 
@@ -79,6 +79,9 @@ unit:
 	# The Extism comparison is its own module, so that the product never
 	# depends on Extism; its correctness test runs here.
 	cd host/internal/extismbench && $(GO) test -count=1 ./...
+	# So is the Benthos comparison: its test checks both measured paths
+	# deliver every record, in order, unchanged.
+	cd host/internal/benthosbench && $(GO) test -count=1 ./...
 
 # Every fuzz target runs for FUZZTIME on top of its seed corpus (which the
 # unit run already executes). Go 1.26's fuzz coordinator can fail a
@@ -106,5 +109,22 @@ fuzz:
 
 test: deps vet unit fuzz
 
-bench:
+# bench runs, in one invocation, every figure of the README's one table on
+# the same input (BENCH_RECORDS records of about 100 bytes): the limit
+# baseline, flowhost native and its C, Rust, AssemblyScript and Go guests,
+# exactly-once, and Benthos (host/internal/benthosbench, a module of its
+# own) with a no-op processor and with a wazero call per message, also
+# alternating with flowhost native in one process (BenchmarkSameProcess),
+# whose ratios hold best on a loaded machine. The go test lines show as
+# they come; the table (msgs/s and the ratio to flowhost native of this
+# run) comes last. bench-all runs every benchmark instead.
+BENCH_RECORDS ?= 1000000
+bench: deps
+	@set -o pipefail; log=$$(mktemp); \
+	$(GO) test -run '^$$' -bench '^(BenchmarkLimit|BenchmarkIdentityLanguages|BenchmarkExactlyOnce)$$' -benchtime 1x -timeout 60m ./host/ -args -records $(BENCH_RECORDS) | tee $$log \
+	&& (cd host/internal/benthosbench && $(GO) test -run '^$$' -bench '^(BenchmarkBenthos|BenchmarkSameProcess)$$' -benchtime 1x -timeout 30m . -args -records $(BENCH_RECORDS)) | tee -a $$log \
+	&& echo && echo "$(BENCH_RECORDS) records per figure, one run, $$(nproc) cores, load average $$(cut -d' ' -f1-3 /proc/loadavg):" \
+	&& $(GO) run ./host/internal/benchtable $$log; rc=$$?; rm -f $$log; exit $$rc
+
+bench-all:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

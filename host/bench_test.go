@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,6 +51,12 @@ var buildGuest = func() func(tb testing.TB, pkg string) []byte {
 		return b
 	}
 }()
+
+// benchRecords is the number of records of the benchmarks that `make
+// bench` tabulates (BenchmarkLimit, BenchmarkIdentityLanguages,
+// BenchmarkExactlyOnce): `make bench` runs them on 1M, the same input as
+// the Benthos comparison (host/internal/benthosbench).
+var benchRecords = flag.Int("records", 200_000, "records per run of the tabulated benchmarks")
 
 // memorySource emits n records of 100-byte payloads over 1000 keys.
 type memorySource struct{ n int }
@@ -265,6 +272,29 @@ func BenchmarkNativeHost(b *testing.B) {
 	b.ReportMetric(costs[0].wall.Seconds()/costs[1].wall.Seconds(), "p4/p1-speed")
 	b.ReportMetric(costs[2].wall.Seconds()/costs[0].wall.Seconds(), "chain3/p1-time")
 	b.ReportMetric(float64(costs[2].cpu)/float64(costs[0].cpu), "chain3/p1-cpu")
+}
+
+// BenchmarkLimit is the limit baseline: the irreducible work of every
+// figure of `make bench`, generating the records of memorySource and
+// handing each to a function that counts it and its bytes, with no host
+// in between. No pipeline over the same records can go faster:
+//
+//	go test -run '^$' -bench '^BenchmarkLimit$' -benchtime 1x ./host/
+func BenchmarkLimit(b *testing.B) {
+	n := *benchRecords
+	var count, size int
+	start := time.Now()
+	for range b.N {
+		require.NoError(b, memorySource{n: n}.Run(context.Background(), func(r connect.Record) error {
+			count++
+			size += len(r.Payload)
+			return nil
+		}))
+	}
+	elapsed := time.Since(start)
+	require.Equal(b, n*b.N, count)
+	b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(size)/float64(count), "B/msg")
 }
 
 // peakRSS returns the process's peak resident set size so far, in bytes.

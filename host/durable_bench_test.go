@@ -49,11 +49,12 @@ func runIdentityOn(tb testing.TB, st *store.Store, n, partitions int) time.Durat
 // epoch and the sink, and the queue writes and deletes between them. It
 // also reports the bytes the store wrote per message (disk: WAL, flushes
 // and compactions, from pebble's metrics; wal: the WAL alone) and the
-// process's peak RSS.
+// process's peak RSS. -records sets the number of messages (200,000 by
+// default).
 //
 //	go test -run '^$' -bench 'ExactlyOnce$' -benchtime 3x ./host/
 func BenchmarkExactlyOnce(b *testing.B) {
-	const n = 200_000
+	n := *benchRecords
 	for _, parts := range []int{1, 2} {
 		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
 			var mem, durable time.Duration
