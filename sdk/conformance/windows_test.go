@@ -313,6 +313,11 @@ func windowPlugin(t *testing.T, g string, build func(string) (string, error), di
 	sum := sha256.Sum256(data)
 	manifest := fmt.Sprintf("name: window-guest\nversion: 1.0.0\nabi: 1\nkinds: [transform]\nwasm: %s\nsha256: %s\n", filepath.Base(wasm), hex.EncodeToString(sum[:]))
 	require.NoError(t, os.WriteFile(filepath.Join(out, "plugin.yaml"), []byte(manifest), 0o644))
+	if raceEnabled {
+		// Compiled under the race detector, the guest would take ten
+		// times longer, in each of the parallel runs at once.
+		precompile(windowCacheDir, []string{wasm})
+	}
 	return out
 }
 
