@@ -512,5 +512,3 @@ func strs(outs []winOut, stream string) []string {
 	}
 	return s
 }
-
-
