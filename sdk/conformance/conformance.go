@@ -37,6 +37,19 @@ type Guest struct {
 // GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared. It needs the source
 // tree of this module and the go tool on PATH.
 func BuildGoGuest(outDir string) (string, error) {
+	return buildGo(outDir, "goguest")
+}
+
+// BuildWindowGuest compiles the Go window conformance guest
+// (./windowguest, the SDK's window helper counting records) into outDir as
+// windowguest.wasm, as BuildGoGuest builds the script guest. It fails,
+// never skips, when the go tool is missing.
+func BuildWindowGuest(outDir string) (string, error) {
+	return buildGo(outDir, "windowguest")
+}
+
+// buildGo builds the guest in the directory pkg next to this file.
+func buildGo(outDir, pkg string) (string, error) {
 	_, self, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", fmt.Errorf("conformance: cannot locate the source of the Go guest")
@@ -45,14 +58,14 @@ func BuildGoGuest(outDir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("conformance: building the Go guest needs the go tool on PATH (Go 1.26): %w", err)
 	}
-	out := filepath.Join(outDir, "goguest.wasm")
+	out := filepath.Join(outDir, pkg+".wasm")
 	cmd := exec.Command(goTool, "build", "-buildmode=c-shared", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(self), "goguest")
+	cmd.Dir = filepath.Join(filepath.Dir(self), pkg)
 	cmd.Env = append(withoutRace(os.Environ()), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("conformance: go build of the Go guest: %w\n%s", err, output.Bytes())
+		return "", fmt.Errorf("conformance: go build of the Go guest %s: %w\n%s", pkg, err, output.Bytes())
 	}
 	return out, nil
 }

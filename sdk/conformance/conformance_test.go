@@ -115,7 +115,7 @@ func prepare(dir string) error {
 		built = append(built, paths[i])
 	}
 	if raceEnabled {
-		precompile(built)
+		precompile(cacheDir, built)
 	}
 
 	ctx := context.Background()
@@ -155,18 +155,18 @@ func compile(ctx context.Context, e engine.Engine, name, path string) (engine.Mo
 	return e.Compile(ctx, name, wasm)
 }
 
-// precompile fills the compilation cache in a process without the race
+// precompile fills the compilation cache dir in a process without the race
 // detector, through the engine's own precompiler (see
 // host/engine/testdata/precompile): under -race, wazero compiles a Go
 // guest in 40 seconds instead of 4. It uses the engine's default
 // configuration, as prepare does, so that the cache keys agree. If it
 // fails, prepare compiles everything itself, slowly.
-func precompile(paths []string) {
+func precompile(cache string, paths []string) {
 	if len(paths) == 0 {
 		return
 	}
 	args := append([]string{"test", "-count=1", "-run=^TestPrecompile$", "github.com/flowhost/flowhost/host/engine/testdata/precompile",
-		"-args", "-cache", cacheDir}, paths...)
+		"-args", "-cache", cache}, paths...)
 	cmd := exec.Command("go", args...)
 	cmd.Env = conformance.WithoutRace(os.Environ())
 	if out, err := cmd.CombinedOutput(); err != nil {
