@@ -442,3 +442,20 @@ type rawCodec struct{}
 
 func (rawCodec) Encode(v any) ([]byte, error)    { return v.([]byte), nil }
 func (rawCodec) Decode(data []byte, v any) error { *v.(*[]byte) = data; return nil }
+
+// The same table as the Rust SDK's decoder_refuses_bad_blobs_naming_the_byte:
+// both SDKs refuse a blob with the same text.
+func TestDecodeTypedStateErrors(t *testing.T) {
+	for _, c := range []struct{ blob, want string }{
+		{"\xa1\x61\x61\x80", `typed state: byte 3: cell "a": an empty list is not stored (a cell exists only while it holds something)`},
+		{"\xa2\x61\x61\x40\x61\x61\x40", `typed state: byte 4: cell "a": the cell appears twice`},
+		{"\xbf", "typed state: byte 0: indefinite lengths are not canonical"},
+		{"\xa1\x61\x61\x01", `typed state: byte 3: cell "a": expected a cell (a byte string, an array or a map), got an unsigned integer`},
+		{"\xa0\x00", "typed state: byte 1: 1 bytes after the map of cells"},
+		{"\xa1\x61\x61\xa1\x61\x6b\x01", `typed state: byte 6: cell "a": expected map entry "k" to be a byte string, got an unsigned integer`},
+		{"\xa1\x61\x61\x5a\xff\xff\xff\xff", `typed state: byte 3: cell "a": a length of 4294967295 exceeds the 0 bytes left`},
+	} {
+		_, err := flowhost.DecodeTypedState([]byte(c.blob))
+		require.EqualError(t, err, c.want, "% x", c.blob)
+	}
+}

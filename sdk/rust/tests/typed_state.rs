@@ -1,6 +1,7 @@
 //! Typed state cells: the Go SDK's golden blobs (testdata/typed_state.golden,
 //! written by sdk/go TestTypedStateGolden) are reproduced byte for byte, and
-//! the cells behave as in Go.
+//! the cells behave as in Go. The decoder table is the same as sdk/go
+//! TestDecodeTypedStateErrors.
 
 use std::collections::BTreeMap;
 
@@ -197,6 +198,8 @@ fn decoder_refuses_bad_blobs_naming_the_byte() {
         (b"\xbf", "typed state: byte 0: indefinite lengths are not canonical"),
         (b"\xa1\x61\x61\x01", "typed state: byte 3: cell \"a\": expected a cell (a byte string, an array or a map), got an unsigned integer"),
         (b"\xa0\x00", "typed state: byte 1: 1 bytes after the map of cells"),
+        (b"\xa1\x61\x61\xa1\x61\x6b\x01", "typed state: byte 6: cell \"a\": expected map entry \"k\" to be a byte string, got an unsigned integer"),
+        (b"\xa1\x61\x61\x5a\xff\xff\xff\xff", "typed state: byte 3: cell \"a\": a length of 4294967295 exceeds the 0 bytes left"),
     ] {
         assert_eq!(decode_typed_state(blob).unwrap_err().to_string(), want);
     }
