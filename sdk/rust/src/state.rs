@@ -292,6 +292,9 @@ impl JsonParser<'_> {
         if s.is_empty() {
             return self.err("invalid character");
         }
+        if !json_number(s.as_bytes()) {
+            return Err(format!("json: byte {start}: invalid number {s}"));
+        }
         if !float {
             if let Ok(i) = s.parse::<i128>() {
                 return Ok(CborValue::Integer(i));
@@ -355,6 +358,42 @@ impl JsonParser<'_> {
             None => self.err("invalid \\u escape"),
         }
     }
+}
+
+/// Whether s follows JSON's number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+fn json_number(s: &[u8]) -> bool {
+    let mut i = 0;
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while *i < s.len() && s[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i > start
+    };
+    if s.first() == Some(&b'-') {
+        i += 1;
+    }
+    if s.get(i) == Some(&b'0') {
+        i += 1;
+    } else if !digits(&mut i) {
+        return false;
+    }
+    if s.get(i) == Some(&b'.') {
+        i += 1;
+        if !digits(&mut i) {
+            return false;
+        }
+    }
+    if matches!(s.get(i), Some(b'e') | Some(b'E')) {
+        i += 1;
+        if matches!(s.get(i), Some(b'+') | Some(b'-')) {
+            i += 1;
+        }
+        if !digits(&mut i) {
+            return false;
+        }
+    }
+    i == s.len()
 }
 
 /// Why typed state cannot be used as asked. Converts into [`crate::Error`]
