@@ -413,7 +413,9 @@ func (b *Batch) response(failed error) *abi.Response {
 	}
 	resp := &abi.Response{Keys: make([]abi.ResponseKey, 0, len(b.keys))}
 	for i := range b.keys {
-		b.keys[i].saveAtEnd()
+		if ts := b.keys[i].typed; ts != nil && ts.finish != nil {
+			ts.finish(&b.keys[i])
+		}
 		if r, ok := b.keys[i].result(); ok {
 			resp.Keys = append(resp.Keys, r)
 		}

@@ -143,6 +143,10 @@ type cell struct {
 type typedState struct {
 	cells map[string]*cell
 	dirty bool
+	// finish is saveAtEnd, set by the first use of a cell. Reaching it only
+	// through this field keeps the encoder out of modules that never use
+	// typed state (they pay about 9 KB instead of 80 KB).
+	finish func(*Key)
 }
 
 // DecodeTypedState decodes a typed state blob into its cells, each as the
@@ -413,6 +417,7 @@ func (k *Key) typedState() (*typedState, error) {
 	if err != nil {
 		return nil, err
 	}
+	ts.finish = (*Key).saveAtEnd
 	k.typed = ts
 	return ts, nil
 }
