@@ -694,6 +694,9 @@ pub struct TypedState<'k, 'b> {
     cells: BTreeMap<String, Cell>,
     dirty: bool,
     limit: usize,
+    /// The error the last save returned: when the drop fails the same
+    /// way, the key fails with it as the user saw it.
+    refused: Option<StateError>,
 }
 
 impl<'k, 'b> TypedState<'k, 'b> {
@@ -702,7 +705,7 @@ impl<'k, 'b> TypedState<'k, 'b> {
     /// [`StateError::Decode`] when the state is not typed state.
     pub fn load(key: &'k mut Key<'b>) -> Result<Self, StateError> {
         let cells = decode(key.state().unwrap_or(&[]))?;
-        Ok(TypedState { key, cells, dirty: false, limit: ABI_MAX_STATE_BYTES })
+        Ok(TypedState { key, cells, dirty: false, limit: ABI_MAX_STATE_BYTES, refused: None })
     }
 
     /// Sets the limit [`save`](Self::save) applies; above 16 MiB it is
@@ -781,7 +784,9 @@ impl<'k, 'b> TypedState<'k, 'b> {
         }
         let blob = encode(&self.cells);
         if blob.len() > self.limit {
-            return Err(StateError::Quota { key: self.key.key().to_string(), size: blob.len(), limit: self.limit });
+            let err = StateError::Quota { key: self.key.key().to_string(), size: blob.len(), limit: self.limit };
+            self.refused = Some(err.clone());
+            return Err(err);
         }
         self.key.set_state(blob);
         self.dirty = false;
@@ -799,8 +804,14 @@ impl<'k, 'b> TypedState<'k, 'b> {
 
 impl Drop for TypedState<'_, '_> {
     fn drop(&mut self) {
+        let told = self.refused.take();
         if let Err(e) = self.save() {
-            self.key.fail(crate::Error::new(format!("saving typed state when it was dropped: {e}")));
+            if told.as_ref() == Some(&e) {
+                // The user was told; a `?` returns it after this drop.
+                self.key.fail(e);
+            } else {
+                self.key.fail(crate::Error::new(format!("saving typed state when it was dropped: {e}")));
+            }
         }
     }
 }

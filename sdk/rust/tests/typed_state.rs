@@ -248,3 +248,39 @@ fn decoders_never_panic_on_damaged_input() {
         }
     }
 }
+
+/// A computation that takes its typed state limit from the parameter
+/// max_state_bytes_per_key, as a guest should to match the tenant quota.
+struct Limited {
+    limit: usize,
+}
+
+impl Computation for Limited {
+    fn init(&mut self, params: &flowhost::Params) -> Result<(), Error> {
+        self.limit = TypedState::limit_param(params)?.unwrap_or(flowhost::ABI_MAX_STATE_BYTES);
+        Ok(())
+    }
+    fn process(&mut self, batch: &mut Batch) -> Result<(), Error> {
+        let limit = self.limit;
+        batch.for_each_key(|key| {
+            let mut st = TypedState::load(key)?.with_limit(limit);
+            st.value("s", Json).set(&"x".repeat(100))?;
+            Ok(st.save()?)
+        })
+    }
+}
+
+#[test]
+fn limit_from_the_parameter() {
+    use flowhost::testing::Value;
+    let b = TestBatch::new().message("k", "in", 1, b"x");
+    let init = TestInit::new().output("out").param(flowhost::MAX_STATE_PARAM, Value::Integer(50));
+    let resp = process(Limited { limit: 0 }, &init, &b).unwrap();
+    let err = resp.key("k").unwrap().error.clone().unwrap();
+    assert_eq!(err, r#"key "k": typed state of 107 bytes exceeds the limit of 50 bytes; its state stays as it was"#);
+    let resp = process(Limited { limit: 0 }, &TestInit::new().output("out"), &b).unwrap();
+    assert!(matches!(resp.key("k").unwrap().state, StateChange::Replace(_)));
+    let bad = TestInit::new().param(flowhost::MAX_STATE_PARAM, Value::Integer(0));
+    let err = process(Limited { limit: 0 }, &bad, &b).err().unwrap();
+    assert!(err.to_string().contains("expected a positive number of bytes, got 0"), "{err}");
+}
