@@ -465,6 +465,14 @@ func decodeElem[T any](c Codec, cellName, elem string, p []byte) (T, error) {
 	return v, nil
 }
 
+// needCodec panics on a nil codec, naming the call, rather than at the
+// cell's first use.
+func needCodec(call, name string, c Codec) {
+	if c == nil {
+		panic("flowhost: " + call + "(k, " + strconv.Quote(name) + ", nil): a cell needs a Codec (flowhost.JSON, statecbor.Codec)")
+	}
+}
+
 // ValueCell is a state cell holding one value of type T.
 type ValueCell[T any] struct {
 	k     *Key
@@ -476,6 +484,7 @@ type ValueCell[T any] struct {
 // codec. The cell is read from the key's state on first use of any cell;
 // writes are kept until SaveState or the end of the batch.
 func Value[T any](k *Key, name string, codec Codec) *ValueCell[T] {
+	needCodec("Value", name, codec)
 	return &ValueCell[T]{k: k, name: name, codec: codec}
 }
 
@@ -524,6 +533,7 @@ type ListCell[T any] struct {
 // codec. Like Value, writes are kept until SaveState or the end of the
 // batch.
 func List[T any](k *Key, name string, codec Codec) *ListCell[T] {
+	needCodec("List", name, codec)
 	return &ListCell[T]{k: k, name: name, codec: codec}
 }
 
@@ -596,6 +606,7 @@ type MapCell[T any] struct {
 // codec. Like Value, writes are kept until SaveState or the end of the
 // batch.
 func Map[T any](k *Key, name string, codec Codec) *MapCell[T] {
+	needCodec("Map", name, codec)
 	return &MapCell[T]{k: k, name: name, codec: codec}
 }
 
