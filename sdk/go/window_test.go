@@ -15,11 +15,13 @@ import (
 	flowhost "github.com/flowhost/flowhost/sdk/go"
 )
 
-// windowInput is one input record of the window tests.
+// windowInput is one input record of the window and join tests.
 type windowInput struct {
-	key   string
-	ts    int64
-	value int64
+	key    string
+	ts     int64
+	value  int64
+	stream string // "" is "in"
+	empty  bool   // the payload is empty (a tombstone), not the value
 }
 
 // countSum aggregates "count,sum" as text, so state and results are easy to read.
@@ -156,9 +158,24 @@ func modelWindows(sp spec, in []windowInput, bound int64) (results, late map[str
 // processed again, shorter.
 func driveWindows(t *testing.T, c flowhost.Computation, in []windowInput, bound int64, batchSize int) (results, late map[string][]string) {
 	t.Helper()
+	out := driveHost(t, c, in, bound, batchSize)
+	return orEmpty(out["out"]), orEmpty(out["late"])
+}
+
+func orEmpty(m map[string][]string) map[string][]string {
+	if m == nil {
+		return map[string][]string{}
+	}
+	return m
+}
+
+// driveHost is the driver of driveWindows for any computation; it returns
+// the payloads emitted per output stream and key, in emit order.
+func driveHost(t *testing.T, c flowhost.Computation, in []windowInput, bound int64, batchSize int) map[string]map[string][]string {
+	t.Helper()
 	state := map[string][]byte{}
 	timers := map[string][]int64{}
-	results, late = map[string][]string{}, map[string][]string{}
+	out := map[string]map[string][]string{}
 	dueAt := func(tm map[string][]int64, wm int64) bool {
 		for _, ts := range tm {
 			for _, tr := range ts {
@@ -181,7 +198,7 @@ func driveWindows(t *testing.T, c flowhost.Computation, in []windowInput, bound 
 			break
 		}
 		for {
-			req := buildRequest(in[l:end], state, timers, wm)
+			req := buildRequest(in[l:end], l, state, timers, wm)
 			resp, err := flowhost.Run(c, nil, req)
 			if err != nil || resp.Error != "" {
 				t.Fatalf("batch at %d: %v %s", l, err, resp.Error)
@@ -207,11 +224,10 @@ func driveWindows(t *testing.T, c flowhost.Computation, in []windowInput, bound 
 					t.Fatalf("key %q failed: %s", k.Key, k.Error)
 				}
 				for _, e := range k.Emits {
-					if e.Stream == "late" {
-						late[k.Key] = append(late[k.Key], string(e.Payload))
-					} else {
-						results[k.Key] = append(results[k.Key], string(e.Payload))
+					if out[e.Stream] == nil {
+						out[e.Stream] = map[string][]string{}
 					}
+					out[e.Stream][k.Key] = append(out[e.Stream][k.Key], string(e.Payload))
 				}
 				switch k.StateOp {
 				case abi.StateReplace:
@@ -233,12 +249,13 @@ func driveWindows(t *testing.T, c flowhost.Computation, in []windowInput, bound 
 		}
 		l = end
 	}
-	return results, late
+	return out
 }
 
-// buildRequest makes the request of one batch: per key, the timers due at
-// the batch's first position (removed from pending), then its messages.
-func buildRequest(batch []windowInput, state map[string][]byte, timers map[string][]int64, wm int64) *abi.Request {
+// buildRequest makes the request of one batch starting at input first:
+// per key, the timers due at the batch's first position (removed from
+// pending), then its messages, whose ids do not depend on the batching.
+func buildRequest(batch []windowInput, first int, state map[string][]byte, timers map[string][]int64, wm int64) *abi.Request {
 	var order []string
 	keys := map[string]*abi.RequestKey{}
 	get := func(key string) *abi.RequestKey {
@@ -268,7 +285,15 @@ func buildRequest(batch []windowInput, state map[string][]byte, timers map[strin
 	}
 	for i, r := range batch {
 		k := get(r.key)
-		k.Messages = append(k.Messages, abi.Message{ID: fmt.Sprintf("m%d-%d", i, r.ts), Stream: "in", EventTimestamp: r.ts, Payload: []byte(strconv.FormatInt(r.value, 10))})
+		stream := r.stream
+		if stream == "" {
+			stream = "in"
+		}
+		payload := []byte(strconv.FormatInt(r.value, 10))
+		if r.empty {
+			payload = nil
+		}
+		k.Messages = append(k.Messages, abi.Message{ID: fmt.Sprintf("m%d", first+i), Stream: stream, EventTimestamp: r.ts, Payload: payload})
 	}
 	req := &abi.Request{ABI: 1, Computation: "win", Kind: abi.KindTransform}
 	for _, key := range order {

@@ -49,23 +49,12 @@ func runJoin(t *testing.T, req *abi.Request) abi.ResponseKey {
 	return resp.Keys[0]
 }
 
-func stateOf(t *testing.T, o, p *abi.Message, expireAt int64) []byte {
+// waiting returns the state of a key after its messages arrived alone.
+func waiting(t *testing.T, key string, ms ...abi.Message) []byte {
 	t.Helper()
-	st := joinState{Expire: expireAt}
-	for _, s := range []struct {
-		m   *abi.Message
-		dst **side
-	}{{o, &st.Order}, {p, &st.Payment}} {
-		if s.m == nil {
-			continue
-		}
-		var rec map[string]json.RawMessage
-		require.NoError(t, json.Unmarshal(s.m.Payload, &rec))
-		*s.dst = &side{Message: s.m.ID, Event: s.m.EventTimestamp, Record: rec}
-	}
-	b, err := json.Marshal(&st)
-	require.NoError(t, err)
-	return b
+	k := runJoin(t, request(abi.RequestKey{Key: key, Messages: ms}))
+	require.Equal(t, abi.StateReplace, k.StateOp)
+	return k.State
 }
 
 func decode(t *testing.T, payload []byte) map[string]any {
@@ -90,19 +79,23 @@ func TestBothSidesInOneBatch(t *testing.T) {
 	require.Equal(t, "2024-05-01T10:00:20Z", got["paid_at"])
 	require.Equal(t, o.ID, got["order_message"])
 	require.Equal(t, p.ID, got["payment_message"])
-	require.Equal(t, abi.StateKeep, k.StateOp, "no state before, none after")
-	require.Empty(t, k.TimersSet, "the timer set for the order is withdrawn in the same batch")
-	require.Equal(t, []int64{o.EventTimestamp + expire}, k.TimersCancel)
+	// Both sides stay until their expiry: another side may still match.
+	require.Equal(t, abi.StateReplace, k.StateOp)
+	var triggers []int64
+	for _, ts := range k.TimersSet {
+		triggers = append(triggers, ts.TriggerTimestamp)
+	}
+	require.Equal(t, []int64{o.EventTimestamp + expire + 1, p.EventTimestamp + expire + 1}, triggers)
+	require.Empty(t, k.TimersCancel)
 }
 
 func TestPaymentMeetsOrderInState(t *testing.T) {
 	o, p := order("o-2", t0), payment("o-2", t0+int64(time.Minute))
-	k := runJoin(t, request(abi.RequestKey{Key: `["o-2"]`, State: stateOf(t, &o, nil, t0+expire), Messages: []abi.Message{p}}))
+	k := runJoin(t, request(abi.RequestKey{Key: `["o-2"]`, State: waiting(t, `["o-2"]`, o), Messages: []abi.Message{p}}))
 	require.Len(t, k.Emits, 1)
 	require.Equal(t, []uint32{0}, k.Emits[0].Parents, "the order is in state, not an input: only the payment is a parent")
 	require.Equal(t, o.ID, decode(t, k.Emits[0].Payload)["order_message"], "the payload keeps the order's id")
-	require.Equal(t, abi.StateDelete, k.StateOp)
-	require.Equal(t, []int64{t0 + expire}, k.TimersCancel)
+	require.Equal(t, "ann", decode(t, k.Emits[0].Payload)["customer"])
 }
 
 func TestFirstSideWaitsWithATimer(t *testing.T) {
@@ -111,47 +104,55 @@ func TestFirstSideWaitsWithATimer(t *testing.T) {
 	require.Empty(t, k.Emits)
 	require.Equal(t, abi.StateReplace, k.StateOp)
 	require.Len(t, k.TimersSet, 1)
-	require.Equal(t, t0+expire, k.TimersSet[0].TriggerTimestamp)
+	require.Equal(t, t0+expire+1, k.TimersSet[0].TriggerTimestamp, "past the last order time that could match")
 	require.Equal(t, t0, *k.TimersSet[0].EventTimestamp, "the pending timer holds the watermark at the payment's time")
-	var st joinState
-	require.NoError(t, json.Unmarshal(k.State, &st))
-	require.Nil(t, st.Order)
-	require.Equal(t, p.ID, st.Payment.Message)
-	require.Equal(t, t0+expire, st.Expire)
+}
+
+func TestTooFarApartIsNotJoined(t *testing.T) {
+	o, p := order("o-8", t0), payment("o-8", t0+expire+1)
+	k := runJoin(t, request(abi.RequestKey{Key: `["o-8"]`, Messages: []abi.Message{o, p}}))
+	require.Empty(t, k.Emits, "event times more than expire apart")
 }
 
 func TestExpiredSideGoesToUnmatched(t *testing.T) {
 	o := order("o-4", t0)
-	timer := abi.DueTimer{ID: "join.timers/p0:0", TriggerTimestamp: t0 + expire, EventTimestamp: t0}
-	k := runJoin(t, request(abi.RequestKey{Key: `["o-4"]`, State: stateOf(t, &o, nil, t0+expire), Timers: []abi.DueTimer{timer}}))
+	timer := abi.DueTimer{ID: "join.timers/p0:0", TriggerTimestamp: t0 + expire + 1, EventTimestamp: t0}
+	k := runJoin(t, request(abi.RequestKey{Key: `["o-4"]`, State: waiting(t, `["o-4"]`, o), Timers: []abi.DueTimer{timer}}))
 	require.Len(t, k.Emits, 1)
 	e := k.Emits[0]
 	require.Equal(t, "unmatched", e.Stream)
 	require.Equal(t, []uint32{0}, e.Parents, "its parent is the timer")
+	require.Equal(t, t0, *e.EventTimestamp)
 	got := decode(t, e.Payload)
 	require.Equal(t, "expired", got["reason"])
 	require.Equal(t, "order", got["side"])
 	require.Equal(t, "o-4", got["order_id"])
+	require.Equal(t, o.ID, got["message"])
+	require.Equal(t, "ann", got["record"].(map[string]any)["customer"])
 	require.Equal(t, abi.StateDelete, k.StateOp)
 }
 
-func TestDuplicateIsReportedNotJoinedTwice(t *testing.T) {
-	o := order("o-5", t0)
-	again := order("o-5", t0+1)
-	again.ID = "orders/p0:dup"
-	k := runJoin(t, request(abi.RequestKey{Key: `["o-5"]`, State: stateOf(t, &o, nil, t0+expire), Messages: []abi.Message{again}}))
-	require.Len(t, k.Emits, 1)
-	got := decode(t, k.Emits[0].Payload)
-	require.Equal(t, "duplicate", got["reason"])
-	require.Equal(t, again.ID, got["message"])
-	require.Equal(t, abi.StateKeep, k.StateOp, "the first order keeps waiting")
+func TestJoinedSidesLeaveSilently(t *testing.T) {
+	o, p := order("o-6", t0), payment("o-6", t0+1)
+	first := runJoin(t, request(abi.RequestKey{Key: `["o-6"]`, Messages: []abi.Message{o, p}}))
+	timers := []abi.DueTimer{
+		{ID: "join.timers/p0:1", TriggerTimestamp: t0 + expire + 1, EventTimestamp: t0},
+		{ID: "join.timers/p0:2", TriggerTimestamp: t0 + expire + 2, EventTimestamp: t0 + 1},
+	}
+	k := runJoin(t, request(abi.RequestKey{Key: `["o-6"]`, State: first.State, Timers: timers}))
+	require.Empty(t, k.Emits, "both sides were joined: nothing to report")
+	require.Equal(t, abi.StateDelete, k.StateOp)
 }
 
-func TestStaleTimerDoesNothing(t *testing.T) {
-	timer := abi.DueTimer{ID: "join.timers/p0:9", TriggerTimestamp: t0, EventTimestamp: t0}
-	resp, err := flowhost.Run(join, initEnvelope(nil, "joined", "unmatched"), request(abi.RequestKey{Key: `["o-6"]`, Timers: []abi.DueTimer{timer}}))
-	require.NoError(t, err)
-	require.Empty(t, resp.Keys, "a timer of a pair joined since has nothing to report")
+func TestSecondOrderJoinsToo(t *testing.T) {
+	o, p := order("o-5", t0), payment("o-5", t0+1)
+	again := order("o-5", t0+2)
+	again.ID = "orders/p0:again"
+	k := runJoin(t, request(abi.RequestKey{Key: `["o-5"]`, State: waiting(t, `["o-5"]`, o, p), Messages: []abi.Message{again}}))
+	require.Len(t, k.Emits, 1, "an interval join is many-to-many")
+	got := decode(t, k.Emits[0].Payload)
+	require.Equal(t, again.ID, got["order_message"])
+	require.Equal(t, p.ID, got["payment_message"])
 }
 
 func TestBadInputFailsTheKey(t *testing.T) {
@@ -175,11 +176,13 @@ func TestInitChecksStreamsAndExpire(t *testing.T) {
 		outputs []string
 		err     string
 	}{
-		{"joined missing", nil, []string{"out"}, `output stream "joined"`},
-		{"expire without unmatched", map[string]any{"expire": "5m"}, []string{"joined"}, `"unmatched" (parameter "unmatched") is not declared`},
-		{"negative expire", map[string]any{"expire": "-5m"}, []string{"joined", "unmatched"}, "must not be negative"},
-		{"expire off without unmatched", map[string]any{"expire": "0s"}, []string{"joined"}, ""},
-		{"renamed streams", map[string]any{"joined": "pairs", "expire": "0s"}, []string{"pairs"}, ""},
+		{"joined missing", nil, []string{"out", "unmatched"}, `output stream "joined" (parameter "joined") is not declared`},
+		{"unmatched missing", map[string]any{"expire": "5m"}, []string{"joined"}, `output stream "unmatched" (parameter "unmatched") is not declared`},
+		{"negative expire", map[string]any{"expire": "-5m"}, []string{"joined", "unmatched"}, "must be positive"},
+		{"no expire", map[string]any{"expire": "0s"}, []string{"joined", "unmatched"}, "must be positive"},
+		{"one stream twice", map[string]any{"payments": "orders"}, []string{"joined", "unmatched"}, `name the same stream "orders"`},
+		{"default expire", map[string]any{}, []string{"joined", "unmatched"}, ""},
+		{"renamed streams", map[string]any{"joined": "pairs", "unmatched": "alone", "expire": "1m"}, []string{"pairs", "alone"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := flowhost.Run(join, initEnvelope(tc.params, tc.outputs...), request())
