@@ -1,6 +1,7 @@
 package c_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -34,6 +35,14 @@ var joinSpecs = []joinSpec{
 	{"after", 0, 10, true},
 	{"before", -10, -2, false},
 	{"exact", 3, 3, true},
+}
+
+// extremeJoinSpecs have bounds at the ends of int64, where expiries clamp
+// and differences overflow.
+var extremeJoinSpecs = []joinSpec{
+	{"widest", math.MinInt64, math.MaxInt64, true},
+	{"far-after", math.MaxInt64 - 1, math.MaxInt64, false},
+	{"far-before", math.MinInt64, math.MinInt64 + 1, false},
 }
 
 func (sp joinSpec) params() map[string]any {
@@ -306,7 +315,7 @@ func drawJoinState(rt *rapid.T, interval bool) []byte {
 // same records expired and matched, the same state written back, the same
 // refusal.
 func TestJoinStateDecodesLikeGo(t *testing.T) {
-	for _, sp := range joinSpecs {
+	for _, sp := range append(slices.Clone(joinSpecs), extremeJoinSpecs...) {
 		t.Run(sp.name, func(t *testing.T) {
 			inst := joinInstance(t, sp.params(), intervalOutputs)
 			goComp := goInterval(sp)
@@ -350,5 +359,40 @@ func FuzzJoinState(f *testing.F) {
 			stream = "customers"
 		}
 		bothProcessOut(t, ej, goE, joinStateRequest(state, false, 0, stream, ts), enrichOutputs)
+	})
+}
+
+// TestJoinsNativeSanitizers runs random input and random states through
+// the join guest built natively with AddressSanitizer and
+// UndefinedBehaviorSanitizer, every response checked against the Go
+// helper's: a memory error or undefined behaviour stops the harness and
+// fails the test.
+func TestJoinsNativeSanitizers(t *testing.T) {
+	harness := buildSanitizedHarness(t, "testdata/joinguest/main.c")
+	for _, sp := range append(slices.Clone(joinSpecs), extremeJoinSpecs...) {
+		t.Run(sp.name, func(t *testing.T) {
+			inst := startHarness(t, harness)
+			initWith(t, inst, "join", abi.KindTransform, sp.params(), intervalOutputs...)
+			goComp := goInterval(sp)
+			rapid.Check(t, func(rt *rapid.T) {
+				in := joinInput(rt, "orders", "payments")
+				joinOutputs(rt, inst, goComp, in, rapid.Int64Range(0, 8).Draw(rt, "bound"), rapid.SampledFrom([]int{1, 7, 1000}).Draw(rt, "batch"), intervalOutputs)
+				times := rapid.SampledFrom([]int64{math.MinInt64, -3, 0, 4, math.MaxInt64})
+				bothProcessOut(rt, inst, goComp, joinStateRequest(drawJoinState(rt, true), rapid.Bool().Draw(rt, "timer"), times.Draw(rt, "trigger"),
+					rapid.SampledFrom([]string{"orders", "payments", "other"}).Draw(rt, "stream"), times.Draw(rt, "msg ts")), intervalOutputs)
+			})
+			require.NoError(t, inst.Close(context.Background()))
+		})
+	}
+	t.Run("enrich", func(t *testing.T) {
+		inst := startHarness(t, harness)
+		initWith(t, inst, "join", abi.KindTransform, map[string]any{"kind": "enrich"}, enrichOutputs...)
+		goComp := goEnrich()
+		rapid.Check(t, func(rt *rapid.T) {
+			joinOutputs(rt, inst, goComp, joinInput(rt, "customers", "orders"), 0, rapid.SampledFrom([]int{1, 7, 1000}).Draw(rt, "batch"), enrichOutputs)
+			bothProcessOut(rt, inst, goComp, joinStateRequest(drawJoinState(rt, false), false, 0,
+				rapid.SampledFrom([]string{"customers", "orders", "other"}).Draw(rt, "stream"), 5), enrichOutputs)
+		})
+		require.NoError(t, inst.Close(context.Background()))
 	})
 }

@@ -722,25 +722,10 @@ func (n *nativeInstance) Close(context.Context) error {
 // helper's: a memory error or undefined behaviour in the helper stops the
 // harness and fails the test.
 func TestWindowsNativeSanitizers(t *testing.T) {
-	clang, err := exec.LookPath("clang")
-	require.NoError(t, err, "the sanitizer build needs clang: install clang and libclang-rt-dev (the ASan runtime)")
-	harness := filepath.Join(t.TempDir(), "harness")
-	cmd := exec.Command(clang, "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
-		"-g", "-O1", "-Wall", "-Wextra", "-Werror", "-I", ".", "-o", harness,
-		"testdata/native/harness.c", "flowhost.c", "cbor.c", "windowguest/main.c", "-lm")
-	output, err := cmd.CombinedOutput()
-	require.NoError(t, err, "clang -fsanitize=address,undefined (needs libclang-rt-dev, the sanitizer runtimes):\n%s", output)
+	harness := buildSanitizedHarness(t, "windowguest/main.c")
 	for _, sp := range winSpecs {
 		t.Run(sp.name, func(t *testing.T) {
-			run := exec.Command(harness)
-			run.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0", "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
-			inst := &nativeInstance{cmd: run, stderr: &bytes.Buffer{}}
-			run.Stderr = inst.stderr
-			inst.stdin, err = run.StdinPipe()
-			require.NoError(t, err)
-			inst.stdout, err = run.StdoutPipe()
-			require.NoError(t, err)
-			require.NoError(t, run.Start())
+			inst := startHarness(t, harness)
 			initWith(t, inst, "win", abi.KindTransform, sp.params(), "windows", "late")
 			goComp := goWindows(sp)
 			rapid.Check(t, func(rt *rapid.T) {
@@ -763,4 +748,35 @@ func TestWindowsNativeSanitizers(t *testing.T) {
 			require.NoError(t, inst.Close(context.Background()))
 		})
 	}
+}
+
+// buildSanitizedHarness builds the native harness with the guest source
+// guest, AddressSanitizer and UndefinedBehaviorSanitizer, and returns its
+// path.
+func buildSanitizedHarness(t *testing.T, guest string) string {
+	clang, err := exec.LookPath("clang")
+	require.NoError(t, err, "the sanitizer build needs clang: install clang and libclang-rt-dev (the ASan runtime)")
+	harness := filepath.Join(t.TempDir(), "harness")
+	cmd := exec.Command(clang, "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
+		"-g", "-O1", "-Wall", "-Wextra", "-Werror", "-I", ".", "-o", harness,
+		"testdata/native/harness.c", "flowhost.c", "cbor.c", guest, "-lm")
+	output, err := cmd.CombinedOutput()
+	require.NoError(t, err, "clang -fsanitize=address,undefined (needs libclang-rt-dev, the sanitizer runtimes):\n%s", output)
+	return harness
+}
+
+// startHarness runs the harness built by buildSanitizedHarness; Close
+// reports a sanitizer finding.
+func startHarness(t *testing.T, harness string) *nativeInstance {
+	run := exec.Command(harness)
+	run.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0", "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+	inst := &nativeInstance{cmd: run, stderr: &bytes.Buffer{}}
+	run.Stderr = inst.stderr
+	var err error
+	inst.stdin, err = run.StdinPipe()
+	require.NoError(t, err)
+	inst.stdout, err = run.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, run.Start())
+	return inst
 }
