@@ -396,3 +396,41 @@ func TestJoinsNativeSanitizers(t *testing.T) {
 		require.NoError(t, inst.Close(context.Background()))
 	})
 }
+
+// TestJoinCallbackFailureFailsTheKey checks a C callback returning
+// non-zero fails only its key, with the SDK's text, and drops its effects.
+func TestJoinCallbackFailureFailsTheKey(t *testing.T) {
+	msg := func(id, stream string, ts int64, payload string) abi.Message {
+		return abi.Message{ID: id, Stream: stream, EventTimestamp: ts, SystemTimestamp: ts, AlignmentTimestamp: ts, Payload: []byte(payload)}
+	}
+	for _, tc := range []struct {
+		name, want string
+		params     map[string]any
+		outputs    []string
+		key        abi.RequestKey
+	}{
+		{"join", "flowhost: interval join: a callback failed or memory ran out",
+			map[string]any{"kind": "interval", "lower_ns": -5, "upper_ns": 5, "expired_fn": false, "fail_payload": "FAIL"}, intervalOutputs,
+			abi.RequestKey{Key: `["k"]`, Messages: []abi.Message{msg("a", "orders", 1, "ok"), msg("b", "payments", 2, "FAIL")}}},
+		{"expired", "flowhost: interval join: a callback failed or memory ran out",
+			map[string]any{"kind": "interval", "lower_ns": -5, "upper_ns": 5, "expired_fn": true, "fail_payload": "FAIL"}, intervalOutputs,
+			abi.RequestKey{Key: `["k"]`, State: intervalState([]any{byte(0), byte(0), int64(1), "a", "FAIL"}),
+				Timers: []abi.DueTimer{{ID: "t", TriggerTimestamp: 7, EventTimestamp: 7}}}},
+		{"enrich", "flowhost: enrichment join: a callback failed or memory ran out",
+			map[string]any{"kind": "enrich", "fail_payload": "FAIL"}, enrichOutputs,
+			abi.RequestKey{Key: `["k"]`, Messages: []abi.Message{msg("a", "customers", 1, "c"), msg("b", "orders", 2, "FAIL")}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inst := joinInstance(t, tc.params, tc.outputs)
+			other := abi.RequestKey{Key: `["other"]`, Messages: []abi.Message{msg("c", "orders", 1, "fine")}}
+			req := &abi.Request{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform, Epoch: 1, Keys: []abi.RequestKey{tc.key, other}}
+			resp, err := abi.DecodeResponse(process(t, inst, req), abi.ResponseLimits{})
+			require.NoError(t, err)
+			require.Len(t, resp.Keys, 2)
+			require.Equal(t, tc.want, resp.Keys[0].Error)
+			require.Empty(t, resp.Keys[0].Emits)
+			require.Empty(t, resp.Keys[0].TimersSet)
+			require.Empty(t, resp.Keys[1].Error, "only the key whose callback failed fails")
+		})
+	}
+}

@@ -8,6 +8,8 @@
  * "orders", outputs "enriched" and "no-customer"). Every callback writes
  * each field it is given, so that a field passed wrongly shows in the
  * payload; "#" starts the part that depends on batching (the inputs).
+ * With fail_payload set, a callback given a record with that payload
+ * fails (returns -1).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,6 +20,12 @@
 static fh_interval_join ij;
 static fh_enrich_join ej;
 static bool interval;
+static char fail_payload[64];
+static size_t fail_len;
+
+static bool fails(const uint8_t *payload, size_t len) {
+    return fail_len > 0 && len == fail_len && memcmp(payload, fail_payload, len) == 0;
+}
 
 static void put_str(fh_cbor_writer *out, const char *s) { fh_cbor_put_raw(out, s, strlen(s)); }
 
@@ -48,6 +56,9 @@ static void put_jrec(fh_cbor_writer *out, const char *tag, const fh_join_record 
 
 static int join(const fh_join_pair *p, fh_cbor_writer *out, void *ctx) {
     (void)ctx;
+    if (fails(p->left.payload, p->left.payload_len) || fails(p->right.payload, p->right.payload_len)) {
+        return -1;
+    }
     fh_cbor_put_raw(out, p->key, p->key_len);
     put_jrec(out, " L", &p->left);
     put_jrec(out, " R", &p->right);
@@ -60,6 +71,9 @@ static int join(const fh_join_pair *p, fh_cbor_writer *out, void *ctx) {
 
 static int expired(const fh_join_record *r, fh_cbor_writer *out, void *ctx) {
     (void)ctx;
+    if (fails(r->payload, r->payload_len)) {
+        return -1;
+    }
     put_jrec(out, "X", r);
     put_str(out, "#");
     put_i64(out, r->input);
@@ -68,6 +82,9 @@ static int expired(const fh_join_record *r, fh_cbor_writer *out, void *ctx) {
 
 static int enrich(const fh_message *ev, const fh_join_record *v, fh_cbor_writer *out, void *ctx) {
     (void)ctx;
+    if (fails(ev->payload, ev->payload_len)) {
+        return -1;
+    }
     put_rec(out, "E", ev->id, ev->id_len, ev->stream, ev->stream_len, ev->event_ts, ev->payload, ev->payload_len);
     put_jrec(out, " V", v);
     put_str(out, "#");
@@ -84,6 +101,17 @@ int flowhost_init_params(fh_params *p) {
         return -1;
     }
     interval = strcmp(kind, "interval") == 0;
+    fail_len = 0;
+    if (fh_param_has(p, "fail_payload")) {
+        const char *f;
+        if (fh_param_string(p, "fail_payload", &f, &fail_len) != 0) {
+            return -1;
+        }
+        if (fail_len > sizeof fail_payload) {
+            return fh_params_fail(p, "parameter \"fail_payload\": too long");
+        }
+        memcpy(fail_payload, f, fail_len);
+    }
     if (interval) {
         int64_t lower = 0, upper = 0;
         bool with_expired = false;
