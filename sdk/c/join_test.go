@@ -449,3 +449,43 @@ func TestJoinInitRefusesBadBounds(t *testing.T) {
 	require.Equal(t, "setting up the interval join failed", r.Error)
 	require.Contains(t, logs.text(), "fh_interval_join_init needs lower <= upper")
 }
+
+// TestIntervalJoinScenario spells out one batch and the timer after it:
+// a match with both parents and the later event time, one expiry timer
+// per record carrying its time, the state as sdk/JOINS.md encodes it;
+// then the timers fire and remove both records without an expired emit
+// (both matched), deleting the state.
+func TestIntervalJoinScenario(t *testing.T) {
+	sp := joinSpecs[0] // -5..5
+	inst := joinInstance(t, sp.params(), intervalOutputs)
+	goComp := goInterval(sp)
+	msg := func(id, stream string, ts int64, payload string) abi.Message {
+		return abi.Message{ID: id, Stream: stream, EventTimestamp: ts, SystemTimestamp: ts, AlignmentTimestamp: ts, Payload: []byte(payload)}
+	}
+	req := &abi.Request{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform, Epoch: 1, Keys: []abi.RequestKey{{
+		Key: `["k"]`, Messages: []abi.Message{msg("o1", "orders", 10, "order"), msg("p1", "payments", 12, "pay")}}}}
+	resp := bothProcessOut(t, inst, goComp, req, intervalOutputs)
+	k := resp.Keys[0]
+	require.Empty(t, k.Error)
+	require.Len(t, k.Emits, 1)
+	require.Equal(t, "joined", k.Emits[0].Stream)
+	require.Equal(t, `["k"] L(o1,orders,10,order) R(p1,payments,12,pay)#0,1`, string(k.Emits[0].Payload))
+	require.Equal(t, []uint32{0, 1}, k.Emits[0].Parents)
+	require.Equal(t, int64(12), *k.Emits[0].EventTimestamp)
+	require.Len(t, k.TimersSet, 2)
+	require.Equal(t, int64(16), k.TimersSet[0].TriggerTimestamp, "a left record expires at ts + upper + 1")
+	require.Equal(t, int64(10), *k.TimersSet[0].EventTimestamp)
+	require.Equal(t, int64(18), k.TimersSet[1].TriggerTimestamp, "a right record expires at ts - lower + 1")
+	require.Equal(t, int64(12), *k.TimersSet[1].EventTimestamp)
+	state := intervalState([]any{byte(0), byte(1), int64(10), "o1", "order"}, []any{byte(1), byte(1), int64(12), "p1", "pay"})
+	require.Equal(t, abi.StateReplace, k.StateOp)
+	require.Equal(t, state, k.State)
+
+	req = &abi.Request{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform, Epoch: 2, Keys: []abi.RequestKey{{
+		Key: `["k"]`, State: state, Timers: []abi.DueTimer{{ID: "t16", TriggerTimestamp: 16, EventTimestamp: 10}, {ID: "t18", TriggerTimestamp: 18, EventTimestamp: 12}}}}}
+	resp = bothProcessOut(t, inst, goComp, req, intervalOutputs)
+	k = resp.Keys[0]
+	require.Empty(t, k.Error)
+	require.Empty(t, k.Emits, "matched records do not come out expired")
+	require.Equal(t, abi.StateDelete, k.StateOp)
+}
