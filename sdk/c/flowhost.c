@@ -3117,11 +3117,18 @@ static int join_misuse(const char *why) {
     return -1;
 }
 
-/* join_fail fails k with the NUL-terminated text of msg, or fallback when
- * memory ran out building it. */
+/* join_fail fails k with the text in msg, which may hold NUL bytes (a
+ * message_id is any text), or fallback when memory ran out building it. */
 static int join_fail(fh_key *k, fh_cbor_writer *msg, const char *fallback) {
-    fh_cbor_put_raw(msg, "", 1);
-    fh_fail_key(k, msg->failed ? fallback : (const char *)msg->buf);
+    if (msg->failed || msg->len == 0 || !usable(k, "fh_fail_key")) {
+        fh_fail_key(k, fallback);
+    } else if (!k->failed) {
+        k->failed = true;
+        g.key_err.len = 0;
+        g.key_err.failed = false;
+        tb_sanitized(&g.key_err, (const char *)msg->buf, msg->len);
+        (void)tb_cstr(&g.key_err);
+    }
     fh_cbor_writer_free(msg);
     return -1;
 }

@@ -277,6 +277,11 @@ func TestJoinRefusesOtherStreams(t *testing.T) {
 	inst := joinInstance(t, joinSpecs[0].params(), intervalOutputs)
 	resp := bothProcessOut(t, inst, goInterval(joinSpecs[0]), joinStateRequest(nil, false, 0, "refunds\n", 3), intervalOutputs)
 	require.Equal(t, `message m: stream "refunds\n" is neither the left stream "orders" nor the right stream "payments" of the join`, resp.Keys[0].Error)
+	req := joinStateRequest(nil, false, 0, "x", 3)
+	req.Keys[0].Messages[0].ID = "a\x00b"
+	resp = bothProcessOut(t, inst, goInterval(joinSpecs[0]), req, intervalOutputs)
+	require.Equal(t, "message a\x00b: stream \"x\" is neither the left stream \"orders\" nor the right stream \"payments\" of the join", resp.Keys[0].Error,
+		"a NUL in the message_id does not cut the text")
 	inst = joinInstance(t, map[string]any{"kind": "enrich"}, enrichOutputs)
 	resp = bothProcessOut(t, inst, goEnrich(), joinStateRequest(nil, false, 0, "payments", 3), enrichOutputs)
 	require.Equal(t, `message m: stream "payments" is neither the table stream "customers" nor the events stream "orders" of the join`, resp.Keys[0].Error)
