@@ -60,6 +60,7 @@ const (
 	cxxGuest         = "cxx"
 	windowGuest      = "window-guest"
 	windowConcat     = "window-concat"
+	joinGuest        = "join-guest"
 )
 
 var guestSources = map[string][]string{
@@ -68,6 +69,7 @@ var guestSources = map[string][]string{
 	cxxGuest:     {"testdata/cxx/main.cc"},
 	windowGuest:  {"windowguest/main.c"},
 	windowConcat: {"testdata/windowconcat/main.c"},
+	joinGuest:    {"testdata/joinguest/main.c"},
 }
 
 var (
@@ -85,7 +87,7 @@ func guestWasm(tb testing.TB, name string) []byte {
 	buildOnce.Do(func() {
 		shared := filepath.Join(workDir, "guests")
 		if _, err := os.Stat(filepath.Join(shared, "complete")); err == nil {
-			for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat} {
+			for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat, joinGuest} {
 				wasm, err := os.ReadFile(filepath.Join(shared, name+".wasm"))
 				if err != nil {
 					buildErr = err
@@ -311,7 +313,7 @@ func TestCxxGuest(t *testing.T) {
 // v1 exports, the WASI reactor's _initialize and nothing beyond the host's
 // log and WASI preview1 without files or sockets.
 func TestGuestInterface(t *testing.T) {
-	for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat} {
+	for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat, joinGuest} {
 		t.Run(name, func(t *testing.T) {
 			wasm := guestWasm(t, name)
 			info, err := engine.Inspect(wasm)

@@ -15,6 +15,7 @@
  */
 #include "flowhost.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2964,5 +2965,637 @@ int fh_windows_process(fh_windows *w, fh_key *k) {
     }
     fh_cbor_writer_free(&out);
     win_state_free(&s);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------
+ * Joins (sdk/JOINS.md), ports of sdk/go/join.go.
+ * ------------------------------------------------------------------ */
+
+#define JOIN_STATE_VERSION 1
+#define JOIN_KIND_INTERVAL 'I'
+#define JOIN_KIND_ENRICH 'E'
+
+static const char join_state_error[] = "flowhost: the key's state is not a join state";
+
+/* join_reader reads a join state like the Go SDK's stateReader: the first
+ * failure is kept, with its field and byte offset, and later reads do
+ * nothing. */
+typedef struct join_reader {
+    const uint8_t *b;
+    size_t len, off;
+    bool failed;
+    char err[160];
+} join_reader;
+
+static void jr_fail(join_reader *r, const char *field) {
+    if (!r->failed) {
+        r->failed = true;
+        snprintf(r->err, sizeof r->err, "%s: %s at byte %zu", join_state_error, field, r->off);
+    }
+}
+
+static uint8_t jr_byte(join_reader *r, const char *field) {
+    if (r->failed) {
+        return 0;
+    }
+    if (r->off >= r->len) {
+        char f[64];
+        snprintf(f, sizeof f, "missing %s", field);
+        jr_fail(r, f);
+        return 0;
+    }
+    return r->b[r->off++];
+}
+
+static int64_t jr_varint(join_reader *r, const char *field) {
+    int64_t v = 0;
+    if (r->failed) {
+        return 0;
+    }
+    int n = get_varint(r->b + r->off, r->len - r->off, &v);
+    if (n <= 0) {
+        char f[64];
+        snprintf(f, sizeof f, "bad %s", field);
+        jr_fail(r, f);
+        return 0;
+    }
+    r->off += (size_t)n;
+    return v;
+}
+
+static uint64_t jr_uvarint(join_reader *r, const char *field) {
+    uint64_t v = 0;
+    if (r->failed) {
+        return 0;
+    }
+    int n = get_uvarint(r->b + r->off, r->len - r->off, &v);
+    if (n <= 0) {
+        char f[64];
+        snprintf(f, sizeof f, "bad %s", field);
+        jr_fail(r, f);
+        return 0;
+    }
+    r->off += (size_t)n;
+    return v;
+}
+
+/* jr_bytes points *p at a length-prefixed field inside the state. */
+static size_t jr_bytes(join_reader *r, const char *field, const uint8_t **p) {
+    static const uint8_t none[1];
+    *p = none;
+    size_t start = r->off;
+    char f[64];
+    snprintf(f, sizeof f, "%s length", field);
+    uint64_t size = jr_uvarint(r, f);
+    if (r->failed) {
+        return 0;
+    }
+    if (size > r->len - r->off) {
+        r->off = start; /* name the length, not what follows it */
+        snprintf(f, sizeof f, "%s length past the end", field);
+        jr_fail(r, f);
+        return 0;
+    }
+    *p = r->b + r->off;
+    r->off += (size_t)size;
+    return (size_t)size;
+}
+
+/* quote_byte writes Go's %q of a byte (a rune literal) into dst. */
+static void quote_byte(char *dst, size_t cap, uint8_t c) {
+    static const char esc[] = "\a\b\f\n\r\t\v";
+    static const char name[] = "abfnrtv";
+    const char *e = c != 0 ? strchr(esc, c) : NULL;
+    if (c == '\'' || c == '\\') {
+        snprintf(dst, cap, "'\\%c'", c);
+    } else if (e != NULL) {
+        snprintf(dst, cap, "'\\%c'", name[e - esc]);
+    } else if (c >= 0x20 && c < 0x7f) {
+        snprintf(dst, cap, "'%c'", c);
+    } else if (c < 0x80) {
+        snprintf(dst, cap, "'\\x%02x'", c);
+    } else if (c <= 0xa0 || c == 0xad) {
+        snprintf(dst, cap, "'\\u%04x'", c);
+    } else {
+        snprintf(dst, cap, "'%c%c'", 0xc0 | (c >> 6), 0x80 | (c & 0x3f));
+    }
+}
+
+static void jr_header(join_reader *r, uint8_t kind) {
+    char f[64];
+    uint8_t v = jr_byte(r, "version");
+    if (!r->failed && v != JOIN_STATE_VERSION) {
+        r->off--;
+        snprintf(f, sizeof f, "unknown version %u", (unsigned)v);
+        jr_fail(r, f);
+    }
+    uint8_t k = jr_byte(r, "kind");
+    if (!r->failed && k != kind) {
+        char got[16], want[16];
+        r->off--;
+        quote_byte(got, sizeof got, k);
+        quote_byte(want, sizeof want, kind);
+        snprintf(f, sizeof f, "kind %s, want %s", got, want);
+        jr_fail(r, f);
+    }
+}
+
+static void jr_end(join_reader *r) {
+    if (!r->failed && r->off != r->len) {
+        jr_fail(r, "trailing bytes");
+    }
+}
+
+static void put_len_bytes(fh_cbor_writer *w, const void *b, size_t n) {
+    put_uvarint(w, n);
+    fh_cbor_put_raw(w, b, n);
+}
+
+static int join_misuse(const char *why) {
+    fh_log(FH_LOG_ERROR, why);
+    return -1;
+}
+
+/* join_fail fails k with the text in msg, which may hold NUL bytes (a
+ * message_id is any text), or fallback when memory ran out building it. */
+static int join_fail(fh_key *k, fh_cbor_writer *msg, const char *fallback) {
+    if (msg->failed || msg->len == 0 || !usable(k, "fh_fail_key")) {
+        fh_fail_key(k, fallback);
+    } else if (!k->failed) {
+        k->failed = true;
+        g.key_err.len = 0;
+        g.key_err.failed = false;
+        tb_sanitized(&g.key_err, (const char *)msg->buf, msg->len);
+        (void)tb_cstr(&g.key_err);
+    }
+    fh_cbor_writer_free(msg);
+    return -1;
+}
+
+/* join_other_stream fails k for message m of neither stream a nor b, with
+ * the Go SDK's text. */
+static int join_other_stream(fh_key *k, const fh_message *m, const char *what_a, const char *a, const char *what_b,
+                             const char *b) {
+    fh_cbor_writer msg = {0};
+    fh_cbor_put_raw(&msg, "message ", 8);
+    fh_cbor_put_raw(&msg, m->id, m->id_len);
+    fh_cbor_put_raw(&msg, ": stream ", 9);
+    const char *parts[] = {NULL, " is neither the ", what_a, " stream ", a, " nor the ", what_b, " stream ", b, " of the join"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        const char *s = i == 0 ? m->stream : parts[i];
+        size_t n = i == 0 ? m->stream_len : strlen(s);
+        if (i == 0 || i == 4 || i == 8) {
+            size_t need = fh_quote(NULL, 0, s, n);
+            uint8_t *dst = fh_cbor_reserve(&msg, need + 1); /* advances len */
+            if (dst != NULL) {
+                fh_quote((char *)dst, need + 1, s, n);
+                msg.len--; /* drop fh_quote's NUL */
+            }
+        } else {
+            fh_cbor_put_raw(&msg, s, n);
+        }
+    }
+    return join_fail(k, &msg, "flowhost: join: a message of another stream");
+}
+
+static bool stream_is(const fh_message *m, const char *s) {
+    size_t n = strlen(s);
+    return m->stream_len == n && memcmp(m->stream, s, n) == 0;
+}
+
+/* held_record is one record waiting in an interval join's state. */
+typedef struct held_record {
+    bool right, matched;
+    fh_join_record rec;
+} held_record;
+
+typedef struct held_list {
+    held_record *r;
+    size_t n, cap;
+} held_list;
+
+static held_record *held_push(held_list *h) {
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 8;
+        held_record *r = realloc(h->r, cap * sizeof *r);
+        if (r == NULL) {
+            return NULL;
+        }
+        h->r = r;
+        h->cap = cap;
+    }
+    held_record *r = &h->r[h->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+int fh_interval_join_init(fh_interval_join *j, const char *left, const char *right, int64_t lower, int64_t upper,
+                          const fh_interval_funcs *f, const char *output, const char *expired) {
+    if (j == NULL) {
+        return join_misuse("flowhost: fh_interval_join_init needs an fh_interval_join");
+    }
+    memset(j, 0, sizeof *j);
+    if (lower > upper) {
+        return join_misuse("flowhost: fh_interval_join_init needs lower <= upper");
+    }
+    if (f == NULL || f->join == NULL) {
+        return join_misuse("flowhost: fh_interval_join_init needs a join function");
+    }
+    if (left == NULL || right == NULL || output == NULL || expired == NULL || !*left || !*right || !*output || !*expired) {
+        return join_misuse("flowhost: fh_interval_join_init needs left, right, output and expired streams");
+    }
+    if (strcmp(left, right) == 0) {
+        return join_misuse("flowhost: fh_interval_join_init needs two different input streams");
+    }
+    j->left = strdup(left);
+    j->right = strdup(right);
+    j->output = strdup(output);
+    j->expired = strdup(expired);
+    if (j->left == NULL || j->right == NULL || j->output == NULL || j->expired == NULL) {
+        fh_interval_join_free(j);
+        return join_misuse("flowhost: fh_interval_join_init: out of memory");
+    }
+    j->lower = lower;
+    j->upper = upper;
+    j->f = *f;
+    return 0;
+}
+
+void fh_interval_join_free(fh_interval_join *j) {
+    if (j == NULL) {
+        return;
+    }
+    free(j->left);
+    free(j->right);
+    free(j->output);
+    free(j->expired);
+    memset(j, 0, sizeof *j);
+}
+
+/* interval_decode reads an interval state into h (records pointing into
+ * b), or returns false with r->err set (r->failed) or, when memory ran
+ * out, r->failed false. */
+static bool interval_decode(const uint8_t *b, size_t len, held_list *h, join_reader *r) {
+    memset(r, 0, sizeof *r);
+    r->b = b;
+    r->len = len;
+    jr_header(r, JOIN_KIND_INTERVAL);
+    uint64_t n = jr_uvarint(r, "record count");
+    if (!r->failed && n > len) {
+        jr_fail(r, "record count larger than the state");
+    }
+    for (uint64_t i = 0; !r->failed && i < n; i++) {
+        held_record *x = held_push(h);
+        if (x == NULL) {
+            return false;
+        }
+        char f[64];
+        uint8_t s = jr_byte(r, "side");
+        if (!r->failed && s > 1) {
+            r->off--;
+            snprintf(f, sizeof f, "record %" PRIu64 ": side %u, want 0 or 1", i, (unsigned)s);
+            jr_fail(r, f);
+        }
+        x->right = s == 1;
+        uint8_t m = jr_byte(r, "matched");
+        if (!r->failed && m > 1) {
+            r->off--;
+            snprintf(f, sizeof f, "record %" PRIu64 ": matched %u, want 0 or 1", i, (unsigned)m);
+            jr_fail(r, f);
+        }
+        x->matched = m == 1;
+        x->rec.event_ts = jr_varint(r, "ts");
+        const uint8_t *id;
+        x->rec.id_len = jr_bytes(r, "message_id", &id);
+        x->rec.id = (const char *)id;
+        x->rec.payload_len = jr_bytes(r, "payload", &x->rec.payload);
+        x->rec.input = -1;
+    }
+    jr_end(r);
+    return !r->failed;
+}
+
+static void interval_encode(const held_list *h, fh_cbor_writer *out) {
+    uint8_t head[2] = {JOIN_STATE_VERSION, JOIN_KIND_INTERVAL};
+    fh_cbor_put_raw(out, head, 2);
+    put_uvarint(out, h->n);
+    for (size_t i = 0; i < h->n; i++) {
+        const held_record *x = &h->r[i];
+        uint8_t flags[2] = {x->right, x->matched};
+        fh_cbor_put_raw(out, flags, 2);
+        put_varint(out, x->rec.event_ts);
+        put_len_bytes(out, x->rec.id, x->rec.id_len);
+        put_len_bytes(out, x->rec.payload, x->rec.payload_len);
+    }
+}
+
+/* sat_add1 is Go's satAdd: a+b+1 clamped to int64 (wrapping where Go
+ * wraps, so that the values are the Go helper's). */
+static int64_t sat_add1(int64_t a, int64_t b) {
+    int64_t s = wadd(a, b);
+    if (b > 0 && s < a) {
+        return INT64_MAX;
+    }
+    if (b < 0 && s > a) {
+        return INT64_MIN;
+    }
+    if (s == INT64_MAX) {
+        return s;
+    }
+    return s + 1;
+}
+
+static int64_t join_expiry(const fh_interval_join *j, const held_record *h) {
+    if (h->right) {
+        return sat_add1(h->rec.event_ts, wsub(0, j->lower));
+    }
+    return sat_add1(h->rec.event_ts, j->upper);
+}
+
+static bool join_in_range(const fh_interval_join *j, int64_t tl, int64_t tr) {
+    int64_t d = wsub(tr, tl);
+    if ((tr >= tl) != (d >= 0)) {
+        return false; /* the difference overflows int64: out of any range */
+    }
+    return j->lower <= d && d <= j->upper;
+}
+
+static int interval_run(fh_interval_join *j, fh_key *k, held_list *held, bool *changed, fh_cbor_writer *out) {
+    const fh_timer *t;
+    while ((t = fh_next_timer(k)) != NULL) {
+        size_t kept = 0;
+        for (size_t i = 0; i < held->n; i++) {
+            held_record h = held->r[i];
+            if (join_expiry(j, &h) > t->trigger_ts) {
+                held->r[kept++] = h;
+                continue;
+            }
+            *changed = true;
+            if (!h.matched) {
+                const uint8_t *payload = h.rec.payload;
+                size_t len = h.rec.payload_len;
+                if (j->f.expired != NULL) {
+                    out->len = 0;
+                    if (j->f.expired(&h.rec, out, j->f.ctx) != 0 || out->failed) {
+                        fh_clear_current(k);
+                        return -1;
+                    }
+                    payload = out->buf, len = out->len;
+                }
+                fh_emit_opts opts = {.has_event_ts = true, .event_ts = h.rec.event_ts, .parents = &t->input, .parent_count = 1};
+                if (fh_emit_with(k, j->expired, payload, len, &opts) != 0) {
+                    fh_clear_current(k);
+                    return -1;
+                }
+            }
+        }
+        held->n = kept;
+    }
+    const fh_message *m;
+    while ((m = fh_next_message(k)) != NULL) {
+        bool right;
+        if (stream_is(m, j->left)) {
+            right = false;
+        } else if (stream_is(m, j->right)) {
+            right = true;
+        } else {
+            fh_clear_current(k);
+            return join_other_stream(k, m, "left", j->left, "right", j->right);
+        }
+        held_record n = {.right = right,
+                         .rec = {.id = m->id, .id_len = m->id_len, .stream = m->stream, .stream_len = m->stream_len,
+                                 .event_ts = m->event_ts, .payload = m->payload, .payload_len = m->payload_len, .input = m->input}};
+        for (size_t i = 0; i < held->n; i++) {
+            held_record *h = &held->r[i];
+            if (h->right == right) {
+                continue;
+            }
+            fh_join_pair p = {.left = right ? h->rec : n.rec, .right = right ? n.rec : h->rec};
+            if (!join_in_range(j, p.left.event_ts, p.right.event_ts)) {
+                continue;
+            }
+            h->matched = n.matched = true;
+            uint32_t parents[2] = {m->input, 0};
+            size_t np = 1;
+            if (h->rec.input >= 0) {
+                parents[1] = (uint32_t)h->rec.input;
+                np = 2;
+                if (parents[1] < parents[0]) {
+                    parents[1] = parents[0];
+                    parents[0] = (uint32_t)h->rec.input;
+                }
+            }
+            p.key = fh_key_text(k, &p.key_len);
+            out->len = 0;
+            if (j->f.join(&p, out, j->f.ctx) != 0 || out->failed) {
+                fh_clear_current(k);
+                return -1;
+            }
+            int64_t ts = p.left.event_ts > p.right.event_ts ? p.left.event_ts : p.right.event_ts;
+            fh_emit_opts opts = {.has_event_ts = true, .event_ts = ts, .parents = parents, .parent_count = np};
+            if (fh_emit_with(k, j->output, out->buf, out->len, &opts) != 0) {
+                fh_clear_current(k);
+                return -1;
+            }
+        }
+        held_record *x = held_push(held);
+        if (x == NULL) {
+            fh_clear_current(k);
+            return -1;
+        }
+        *x = n;
+        *changed = true;
+        int64_t trigger = join_expiry(j, x);
+        int64_t oldest = n.rec.event_ts;
+        for (size_t i = 0; i < held->n; i++) {
+            if (join_expiry(j, &held->r[i]) == trigger && held->r[i].rec.event_ts < oldest) {
+                oldest = held->r[i].rec.event_ts;
+            }
+        }
+        fh_timer_opts topts = {.has_event_ts = true, .event_ts = oldest};
+        if (fh_set_timer_with(k, trigger, &topts) != 0) {
+            fh_clear_current(k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int fh_interval_join_process(fh_interval_join *j, fh_key *k) {
+    if (j == NULL || j->left == NULL) {
+        return join_misuse("flowhost: fh_interval_join_process needs a join set up by fh_interval_join_init");
+    }
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    bool had = fh_state(k, &data, &len);
+    held_list held = {0};
+    if (had) {
+        join_reader r;
+        if (!interval_decode(data, len, &held, &r)) {
+            free(held.r);
+            return fh_fail_key(k, r.failed ? r.err : "flowhost: interval join: out of memory"), -1;
+        }
+        for (size_t i = 0; i < held.n; i++) {
+            const char *s = held.r[i].right ? j->right : j->left;
+            held.r[i].rec.stream = s;
+            held.r[i].rec.stream_len = strlen(s);
+        }
+    }
+    fh_cbor_writer out = {0};
+    bool changed = false;
+    int rc = interval_run(j, k, &held, &changed, &out);
+    if (rc != 0 && fh_key_error(k) == NULL) {
+        fh_fail_key(k, "flowhost: interval join: a callback failed or memory ran out");
+    }
+    if (rc == 0 && changed) {
+        if (held.n == 0) {
+            if (had) {
+                rc = fh_delete_state(k);
+            }
+        } else {
+            out.len = 0;
+            interval_encode(&held, &out);
+            rc = out.failed ? fh_fail_key(k, "flowhost: interval join: out of memory") : fh_set_state(k, out.buf, out.len);
+        }
+    }
+    fh_cbor_writer_free(&out);
+    free(held.r);
+    return rc;
+}
+
+int fh_enrich_join_init(fh_enrich_join *e, const char *table, const char *events, const fh_enrich_funcs *f,
+                        const char *output, const char *unmatched) {
+    if (e == NULL) {
+        return join_misuse("flowhost: fh_enrich_join_init needs an fh_enrich_join");
+    }
+    memset(e, 0, sizeof *e);
+    if (f == NULL || f->enrich == NULL) {
+        return join_misuse("flowhost: fh_enrich_join_init needs an enrich function");
+    }
+    if (table == NULL || events == NULL || output == NULL || unmatched == NULL || !*table || !*events || !*output || !*unmatched) {
+        return join_misuse("flowhost: fh_enrich_join_init needs table, events, output and unmatched streams");
+    }
+    if (strcmp(table, events) == 0) {
+        return join_misuse("flowhost: fh_enrich_join_init needs two different input streams");
+    }
+    e->table = strdup(table);
+    e->events = strdup(events);
+    e->output = strdup(output);
+    e->unmatched = strdup(unmatched);
+    if (e->table == NULL || e->events == NULL || e->output == NULL || e->unmatched == NULL) {
+        fh_enrich_join_free(e);
+        return join_misuse("flowhost: fh_enrich_join_init: out of memory");
+    }
+    e->f = *f;
+    return 0;
+}
+
+void fh_enrich_join_free(fh_enrich_join *e) {
+    if (e == NULL) {
+        return;
+    }
+    free(e->table);
+    free(e->events);
+    free(e->output);
+    free(e->unmatched);
+    memset(e, 0, sizeof *e);
+}
+
+/* enrich_decode reads an enrichment state into v (pointing into b), or
+ * returns false with r->err set. */
+static bool enrich_decode(const uint8_t *b, size_t len, fh_join_record *v, join_reader *r) {
+    memset(r, 0, sizeof *r);
+    r->b = b;
+    r->len = len;
+    jr_header(r, JOIN_KIND_ENRICH);
+    memset(v, 0, sizeof *v);
+    v->input = -1;
+    v->event_ts = jr_varint(r, "ts");
+    const uint8_t *id;
+    v->id_len = jr_bytes(r, "message_id", &id);
+    v->id = (const char *)id;
+    size_t start = r->off;
+    v->payload_len = jr_bytes(r, "payload", &v->payload);
+    if (!r->failed && v->payload_len == 0) {
+        r->off = start;
+        jr_fail(r, "empty payload (a tombstone is no state)");
+    }
+    jr_end(r);
+    return !r->failed;
+}
+
+int fh_enrich_join_process(fh_enrich_join *e, fh_key *k) {
+    if (e == NULL || e->table == NULL) {
+        return join_misuse("flowhost: fh_enrich_join_process needs a join set up by fh_enrich_join_init");
+    }
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    bool had = fh_state(k, &data, &len);
+    fh_join_record value;
+    bool has_value = false;
+    if (had) {
+        join_reader r;
+        if (!enrich_decode(data, len, &value, &r)) {
+            return fh_fail_key(k, r.err), -1;
+        }
+        has_value = true;
+        value.stream = e->table;
+        value.stream_len = strlen(e->table);
+    }
+    fh_cbor_writer out = {0};
+    bool changed = false;
+    int rc = 0;
+    const fh_message *m;
+    while (rc == 0 && (m = fh_next_message(k)) != NULL) {
+        if (stream_is(m, e->table)) {
+            changed = true;
+            has_value = m->payload_len > 0;
+            value = (fh_join_record){.id = m->id, .id_len = m->id_len, .stream = m->stream, .stream_len = m->stream_len,
+                                     .event_ts = m->event_ts, .payload = m->payload, .payload_len = m->payload_len, .input = m->input};
+        } else if (stream_is(m, e->events)) {
+            if (!has_value) {
+                fh_emit_opts opts = {.parents = &m->input, .parent_count = 1};
+                rc = fh_emit_with(k, e->unmatched, m->payload, m->payload_len, &opts);
+                continue;
+            }
+            uint32_t parents[2] = {m->input, 0};
+            size_t np = 1;
+            if (value.input >= 0) {
+                parents[0] = (uint32_t)value.input;
+                parents[1] = m->input;
+                np = 2;
+            }
+            out.len = 0;
+            if (e->f.enrich(m, &value, &out, e->f.ctx) != 0 || out.failed) {
+                rc = -1;
+                break;
+            }
+            fh_emit_opts opts = {.has_event_ts = true, .event_ts = m->event_ts, .parents = parents, .parent_count = np};
+            rc = fh_emit_with(k, e->output, out.buf, out.len, &opts);
+        } else {
+            rc = join_other_stream(k, m, "table", e->table, "events", e->events);
+        }
+    }
+    fh_clear_current(k);
+    if (rc != 0 && fh_key_error(k) == NULL) {
+        fh_fail_key(k, "flowhost: enrichment join: a callback failed or memory ran out");
+    }
+    if (rc == 0 && changed) {
+        if (!has_value) {
+            if (had) {
+                rc = fh_delete_state(k);
+            }
+        } else {
+            out.len = 0;
+            uint8_t head[2] = {JOIN_STATE_VERSION, JOIN_KIND_ENRICH};
+            fh_cbor_put_raw(&out, head, 2);
+            put_varint(&out, value.event_ts);
+            put_len_bytes(&out, value.id, value.id_len);
+            put_len_bytes(&out, value.payload, value.payload_len);
+            rc = out.failed ? fh_fail_key(k, "flowhost: enrichment join: out of memory") : fh_set_state(k, out.buf, out.len);
+        }
+    }
+    fh_cbor_writer_free(&out);
     return rc;
 }

@@ -456,6 +456,127 @@ int fh_windows_process(fh_windows *w, fh_key *k);
 void fh_windows_free(fh_windows *w);
 
 /* ---------------------------------------------------------------------
+ * Joins (sdk/JOINS.md; ports of the Go SDK's IntervalJoin and EnrichJoin,
+ * with the same state encodings, emits, event times, parents, order and
+ * error texts).
+ * ------------------------------------------------------------------ */
+
+/* fh_join_record is one side of a join: a message of this call, or a
+ * record kept in the key's state by an earlier call. Its bytes are valid
+ * only during the callback it is passed to. */
+typedef struct fh_join_record {
+    const char *id; /* message_id, kept so a payload can name a side from state */
+    size_t id_len;
+    const char *stream; /* for a record from state, the join's stream of its side */
+    size_t stream_len;
+    int64_t event_ts;
+    const uint8_t *payload; /* never NULL, even when empty */
+    size_t payload_len;
+    int64_t input; /* index among the key's inputs, -1 for a record from state */
+} fh_join_record;
+
+/* fh_join_pair is a match of an interval join. */
+typedef struct fh_join_pair {
+    const char *key; /* the key's text, as fh_key_text */
+    size_t key_len;
+    fh_join_record left, right;
+} fh_join_pair;
+
+/*
+ * fh_interval_funcs are an interval join's callbacks; each appends a
+ * payload to out (an fh_cbor_writer used as a byte buffer, empty on
+ * entry). A callback returning non-zero, or leaving out failed, fails the
+ * key. ctx is passed to both.
+ *   join    (required): the payload of a match.
+ *   expired (optional): the payload of a record that never matched;
+ *                       without it, the record's own payload.
+ */
+typedef struct fh_interval_funcs {
+    int (*join)(const fh_join_pair *p, fh_cbor_writer *out, void *ctx);
+    int (*expired)(const fh_join_record *r, fh_cbor_writer *out, void *ctx);
+    void *ctx;
+} fh_interval_funcs;
+
+/* fh_interval_join joins two streams per key; set it up with
+ * fh_interval_join_init. Its fields are the SDK's. */
+typedef struct fh_interval_join {
+    char *left, *right, *output, *expired;
+    int64_t lower, upper;
+    fh_interval_funcs f;
+} fh_interval_join;
+
+/*
+ * fh_interval_join_init sets up j: records of streams left and right with
+ * the same key match when lower <= ts_right - ts_left <= upper (nanoseconds;
+ * both may be negative), matches on stream output, never-matched records
+ * on stream expired (names copied, *f copied). It returns -1 (and logs
+ * why) when lower > upper, f or f->join is NULL, a stream name is missing,
+ * left equals right or memory runs out. j is overwritten: release one set
+ * up before with fh_interval_join_free. One join serves every key and
+ * batch of an instance.
+ */
+int fh_interval_join_init(fh_interval_join *j, const char *left, const char *right, int64_t lower, int64_t upper,
+                          const fh_interval_funcs *f, const char *output, const char *expired);
+
+/*
+ * fh_interval_join_process handles key k of a batch, and must be the only
+ * thing that touches k's state and timers: it removes the held records
+ * whose expiry timers fired (a never-matched one is emitted on the expired
+ * stream, event time its own, parent the timer), then matches each message
+ * against every held record of the other side in held order (each match
+ * emitted with event time the later of the two and parents the sides that
+ * are inputs of this call), holds it and sets its expiry timer. A state
+ * that is not an interval join state fails the key with a text starting
+ * "flowhost: the key's state is not a join state" and a message of another
+ * stream fails it naming the message; both are the Go SDK's texts, and
+ * return -1, as does a failing callback.
+ */
+int fh_interval_join_process(fh_interval_join *j, fh_key *k);
+
+/* fh_interval_join_free releases what fh_interval_join_init allocated. */
+void fh_interval_join_free(fh_interval_join *j);
+
+/*
+ * fh_enrich_funcs are an enrichment join's callbacks (like
+ * fh_interval_funcs).
+ *   enrich (required): the payload of event enriched with the table's
+ *                      current value.
+ */
+typedef struct fh_enrich_funcs {
+    int (*enrich)(const fh_message *event, const fh_join_record *value, fh_cbor_writer *out, void *ctx);
+    void *ctx;
+} fh_enrich_funcs;
+
+/* fh_enrich_join enriches events with the latest value of a table stream
+ * of the same key; set it up with fh_enrich_join_init. */
+typedef struct fh_enrich_join {
+    char *table, *events, *output, *unmatched;
+    fh_enrich_funcs f;
+} fh_enrich_join;
+
+/*
+ * fh_enrich_join_init sets up e: messages of stream table set the key's
+ * value (an empty payload deletes it), messages of stream events are
+ * enriched on stream output, or, with no value, go unchanged to stream
+ * unmatched. It returns -1 (and logs why) when f or f->enrich is NULL, a
+ * stream name is missing, table equals events or memory runs out.
+ */
+int fh_enrich_join_init(fh_enrich_join *e, const char *table, const char *events, const fh_enrich_funcs *f,
+                        const char *output, const char *unmatched);
+
+/*
+ * fh_enrich_join_process handles key k in delivery order and owns its
+ * state (it sets no timers): an enriched event has the event's event time
+ * and parents the event and, when it is an input of this call, the table
+ * message that set the value; an unmatched event's parent is itself. Bad
+ * state and other streams fail the key with the Go SDK's texts (-1).
+ */
+int fh_enrich_join_process(fh_enrich_join *e, fh_key *k);
+
+/* fh_enrich_join_free releases what fh_enrich_join_init allocated. */
+void fh_enrich_join_free(fh_enrich_join *e);
+
+/* ---------------------------------------------------------------------
  * Helpers.
  * ------------------------------------------------------------------ */
 

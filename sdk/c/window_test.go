@@ -103,11 +103,16 @@ func goWindowsWith(sp winSpec, agg flowhost.Aggregator) flowhost.Computation {
 	}}
 }
 
-// winRecord is one input record; its payload is its value in decimal.
+// winRecord is one input record: on stream "in" with its value in
+// decimal as payload and an ID made from its position, or, when stream is
+// set, on that stream with payload and id as given (the join tests).
 type winRecord struct {
 	key   string
 	ts    int64
 	value int64
+
+	stream, id string
+	payload    []byte
 }
 
 // winWatermark is the watermark just before input l: the newest event
@@ -241,8 +246,12 @@ func winRequest(batch []winRecord, state map[string][]byte, timers map[string][]
 		}
 	}
 	for i, r := range batch {
-		get(r.key).Messages = append(get(r.key).Messages, abi.Message{ID: fmt.Sprintf("m%d-%d-%d", epoch, i, r.ts), Stream: "in",
-			EventTimestamp: r.ts, SystemTimestamp: r.ts, AlignmentTimestamp: r.ts, Payload: []byte(strconv.FormatInt(r.value, 10))})
+		m := abi.Message{ID: fmt.Sprintf("m%d-%d-%d", epoch, i, r.ts), Stream: "in",
+			EventTimestamp: r.ts, SystemTimestamp: r.ts, AlignmentTimestamp: r.ts, Payload: []byte(strconv.FormatInt(r.value, 10))}
+		if r.stream != "" {
+			m.ID, m.Stream, m.Payload = r.id, r.stream, r.payload
+		}
+		get(r.key).Messages = append(get(r.key).Messages, m)
 	}
 	req := &abi.Request{ABI: abi.Version, Computation: "win", Kind: abi.KindTransform, Epoch: epoch, Keys: []abi.RequestKey{}}
 	for _, key := range order {
@@ -256,13 +265,19 @@ func winRequest(batch []winRecord, state map[string][]byte, timers map[string][]
 // state bytes, timers, errors) and returns the C one.
 func bothProcess(t winT, inst engine.Instance, goComp flowhost.Computation, req *abi.Request) *abi.Response {
 	t.Helper()
+	return bothProcessOut(t, inst, goComp, req, []string{"windows", "late"})
+}
+
+// bothProcessOut is bothProcess for a guest with the output streams outputs.
+func bothProcessOut(t winT, inst engine.Instance, goComp flowhost.Computation, req *abi.Request, outputs []string) *abi.Response {
+	t.Helper()
 	b, err := abi.EncodeRequest(req)
 	require.NoError(t, err)
 	out, err := inst.Process(context.Background(), b)
 	require.NoError(t, err)
 	got, err := abi.DecodeResponse(out, abi.ResponseLimits{})
 	require.NoError(t, err)
-	require.NoError(t, abi.ValidateResponse(got, req, []string{"windows", "late"}))
+	require.NoError(t, abi.ValidateResponse(got, req, outputs))
 	want, err := flowhost.Run(goComp, nil, req)
 	require.NoError(t, err)
 	wantB, err := abi.EncodeResponse(want)
@@ -283,9 +298,23 @@ func bothProcess(t winT, inst engine.Instance, goComp flowhost.Computation, req 
 // a pending timer precedes, and a batch whose new timers would precede one
 // of its later messages is processed again, shorter.
 func winDrive(t winT, inst engine.Instance, goComp flowhost.Computation, in []winRecord, bound int64, batchSize int) (results, late map[string][]string) {
+	results, late = map[string][]string{}, map[string][]string{}
+	hostDrive(t, inst, goComp, in, bound, batchSize, []string{"windows", "late"}, func(key string, e abi.Emit) {
+		if e.Stream == "late" {
+			late[key] = append(late[key], string(e.Payload))
+		} else {
+			results[key] = append(results[key], string(e.Payload))
+		}
+	})
+	return results, late
+}
+
+// hostDrive is winDrive for a guest with the output streams outputs: it
+// hands every emit of a key that did not fail to collect, in response
+// order.
+func hostDrive(t winT, inst engine.Instance, goComp flowhost.Computation, in []winRecord, bound int64, batchSize int, outputs []string, collect func(key string, e abi.Emit)) {
 	state := map[string][]byte{}
 	timers := map[string][]int64{}
-	results, late = map[string][]string{}, map[string][]string{}
 	dueAt := func(wm int64) bool {
 		for _, ts := range timers {
 			for _, tr := range ts {
@@ -312,7 +341,7 @@ func winDrive(t winT, inst engine.Instance, goComp flowhost.Computation, in []wi
 			for k, v := range timers {
 				pending[k] = slices.Clone(v)
 			}
-			resp := bothProcess(t, inst, goComp, winRequest(in[l:end], state, pending, wm, epoch))
+			resp := bothProcessOut(t, inst, goComp, winRequest(in[l:end], state, pending, wm, epoch), outputs)
 			require.Empty(t, resp.Error)
 			cut := end
 			for _, k := range resp.Keys {
@@ -332,11 +361,7 @@ func winDrive(t winT, inst engine.Instance, goComp flowhost.Computation, in []wi
 			for _, k := range resp.Keys {
 				require.Empty(t, k.Error, "key %q failed", k.Key)
 				for _, e := range k.Emits {
-					if e.Stream == "late" {
-						late[k.Key] = append(late[k.Key], string(e.Payload))
-					} else {
-						results[k.Key] = append(results[k.Key], string(e.Payload))
-					}
+					collect(k.Key, e)
 				}
 				switch k.StateOp {
 				case abi.StateReplace:
@@ -360,7 +385,6 @@ func winDrive(t winT, inst engine.Instance, goComp flowhost.Computation, in []wi
 	for k, ts := range timers {
 		require.Empty(t, ts, "key %q has timers left at the end of time", k)
 	}
-	return results, late
 }
 
 func windowInstance(t testing.TB, sp winSpec) engine.Instance {
@@ -698,25 +722,10 @@ func (n *nativeInstance) Close(context.Context) error {
 // helper's: a memory error or undefined behaviour in the helper stops the
 // harness and fails the test.
 func TestWindowsNativeSanitizers(t *testing.T) {
-	clang, err := exec.LookPath("clang")
-	require.NoError(t, err, "the sanitizer build needs clang: install clang and libclang-rt-dev (the ASan runtime)")
-	harness := filepath.Join(t.TempDir(), "harness")
-	cmd := exec.Command(clang, "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
-		"-g", "-O1", "-Wall", "-Wextra", "-Werror", "-I", ".", "-o", harness,
-		"testdata/native/harness.c", "flowhost.c", "cbor.c", "windowguest/main.c", "-lm")
-	output, err := cmd.CombinedOutput()
-	require.NoError(t, err, "clang -fsanitize=address,undefined (needs libclang-rt-dev, the sanitizer runtimes):\n%s", output)
+	harness := buildSanitizedHarness(t, "windowguest/main.c")
 	for _, sp := range winSpecs {
 		t.Run(sp.name, func(t *testing.T) {
-			run := exec.Command(harness)
-			run.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0", "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
-			inst := &nativeInstance{cmd: run, stderr: &bytes.Buffer{}}
-			run.Stderr = inst.stderr
-			inst.stdin, err = run.StdinPipe()
-			require.NoError(t, err)
-			inst.stdout, err = run.StdoutPipe()
-			require.NoError(t, err)
-			require.NoError(t, run.Start())
+			inst := startHarness(t, harness)
 			initWith(t, inst, "win", abi.KindTransform, sp.params(), "windows", "late")
 			goComp := goWindows(sp)
 			rapid.Check(t, func(rt *rapid.T) {
@@ -739,4 +748,35 @@ func TestWindowsNativeSanitizers(t *testing.T) {
 			require.NoError(t, inst.Close(context.Background()))
 		})
 	}
+}
+
+// buildSanitizedHarness builds the native harness with the guest source
+// guest, AddressSanitizer and UndefinedBehaviorSanitizer, and returns its
+// path.
+func buildSanitizedHarness(t *testing.T, guest string) string {
+	clang, err := exec.LookPath("clang")
+	require.NoError(t, err, "the sanitizer build needs clang: install clang and libclang-rt-dev (the ASan runtime)")
+	harness := filepath.Join(t.TempDir(), "harness")
+	cmd := exec.Command(clang, "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
+		"-g", "-O1", "-Wall", "-Wextra", "-Werror", "-I", ".", "-o", harness,
+		"testdata/native/harness.c", "flowhost.c", "cbor.c", guest, "-lm")
+	output, err := cmd.CombinedOutput()
+	require.NoError(t, err, "clang -fsanitize=address,undefined (needs libclang-rt-dev, the sanitizer runtimes):\n%s", output)
+	return harness
+}
+
+// startHarness runs the harness built by buildSanitizedHarness; Close
+// reports a sanitizer finding.
+func startHarness(t *testing.T, harness string) *nativeInstance {
+	run := exec.Command(harness)
+	run.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0", "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+	inst := &nativeInstance{cmd: run, stderr: &bytes.Buffer{}}
+	run.Stderr = inst.stderr
+	var err error
+	inst.stdin, err = run.StdinPipe()
+	require.NoError(t, err)
+	inst.stdout, err = run.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, run.Start())
+	return inst
 }
