@@ -346,7 +346,7 @@ func (w *Windows) addSession(k *Key, s *windowState, m Message) bool {
 			kept = append(kept, o)
 		}
 	}
-	old := merged
+	old := slices.Clone(merged) // the sort below must not reorder the windows whose timers are cancelled
 	merged = append(merged, n)
 	slices.SortFunc(merged, func(a, b openWindow) int { return cmp.Compare(a.start, b.start)*2 + cmp.Compare(a.end, b.end) })
 	acc := merged[0].acc
