@@ -269,3 +269,32 @@ func FuzzJoinState(f *testing.F) {
 		require.Equal(t, gor, as, "enrichment join")
 	})
 }
+
+// TestIntervalJoinExtremesMatchGo is TestIntervalJoinMatchesGo at the
+// ends of int64: bounds as wide as they may be and event times near
+// MinInt64 and MaxInt64, where an expiry is clamped and a difference of
+// two event times overflows (out of range, as in Go).
+func TestIntervalJoinExtremesMatchGo(t *testing.T) {
+	m, _ := guestModule(t, joinGuest)
+	bounds := [][2]int64{{-math.MaxInt64, math.MaxInt64}, {0, math.MaxInt64}, {-math.MaxInt64, 0},
+		{math.MinInt64 + 1, math.MinInt64 + 1}, {math.MaxInt64, math.MaxInt64}, {-3, 3}}
+	for _, b := range bounds {
+		t.Run(fmt.Sprintf("%d..%d", b[0], b[1]), func(t *testing.T) {
+			inst := joinInstance(t, m, map[string]any{"join": "interval", "lower_ns": b[0], "upper_ns": b[1]}, intervalOutputs)
+			rapid.Check(t, func(rt *rapid.T) {
+				n := rapid.IntRange(0, 20).Draw(rt, "n")
+				in := make([]winRecord, n)
+				for i := range in {
+					base := rapid.SampledFrom([]int64{math.MinInt64, math.MinInt64 + 2, -1, 0, math.MaxInt64 - 2, math.MaxInt64}).Draw(rt, "base")
+					in[i] = winRecord{key: rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "key"),
+						ts: base + rapid.Int64Range(-2, 2).Draw(rt, "jitter"), value: int64(i + 1),
+						stream: rapid.SampledFrom([]string{"left", "right"}).Draw(rt, "stream")}
+				}
+				d := &winDriver{t: t, rt: rt, inst: inst, goComp: goInterval(b[0], b[1]), outputs: intervalOutputs}
+				for _, size := range []int{1, 7, 1000} {
+					d.run(in, 0, size)
+				}
+			})
+		})
+	}
+}
