@@ -298,3 +298,18 @@ func TestIntervalJoinExtremesMatchGo(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinStateKindQuoted: the error of every wrong kind byte quotes it
+// as Go's %q does (strconv.QuoteRune), for both joins.
+func TestJoinStateKindQuoted(t *testing.T) {
+	m, _ := guestModule(t, joinGuest)
+	ii := joinInstance(t, m, map[string]any{"join": "interval", "lower_ns": int64(-5), "upper_ns": int64(5)}, intervalOutputs)
+	ei := joinInstance(t, m, map[string]any{"join": "enrich"}, enrichOutputs)
+	gi, ge := goInterval(-5, 5), goEnrich()
+	for c := range 256 {
+		as, gor := bothResponses(t, ii, gi, joinStateRequest([]byte{1, byte(c), 0}, 0, "left", 0, []byte("x")), intervalOutputs)
+		require.Equal(t, gor, as, "interval join, kind byte %#x", c)
+		as, gor = bothResponses(t, ei, ge, joinStateRequest([]byte{1, byte(c), 0}, 0, "events", 0, []byte("x")), enrichOutputs)
+		require.Equal(t, gor, as, "enrichment join, kind byte %#x", c)
+	}
+}
