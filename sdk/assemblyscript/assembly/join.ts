@@ -33,6 +33,7 @@ export class JoinRecord {
   /** The record's index among the key's inputs when it is an input of this call, -1 when it came from state. */
   input: i32 = -1;
 
+  /** The record of an input message: its fields, its index among the key's inputs. */
   static ofMessage(m: Message): JoinRecord {
     const r = new JoinRecord();
     r.id = m.id;
