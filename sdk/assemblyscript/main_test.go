@@ -28,12 +28,14 @@ const (
 	conformanceGuest = "conformance" // conformance: SCRIPT.md
 	windowCountGuest = "window-count"
 	windowGuest      = "windowguest" // windowguest: the window conformance guest
+	joinGuest        = "joinguest"   // testdata/joinguest: the join helpers, every field in the payloads
 )
 
 // guestEntries are the entry files of the guests.
 var guestEntries = map[string]string{
 	testGuest:        "testdata/testguest/index.ts",
 	windowCountGuest: "examples/window-count/index.ts",
+	joinGuest:        "testdata/joinguest/index.ts",
 }
 
 // guestWasm holds the built modules by guest name.

@@ -90,6 +90,10 @@ type winRecord struct {
 	key   string
 	ts    int64
 	value int64
+	// stream is the record's stream, "in" when empty; empty sends an
+	// empty payload instead of the value (a tombstone of a table).
+	stream string
+	empty  bool
 }
 
 // winWatermark is the watermark just before record l: the newest event
@@ -197,6 +201,8 @@ type winDriver struct {
 	inst   engine.Instance
 	goComp flowhost.Computation
 	calls  int
+	// outputs are the guest's output streams; nil: winOutputs.
+	outputs []string
 }
 
 var winOutputs = []string{"windows", "late"}
@@ -204,7 +210,11 @@ var winOutputs = []string{"windows", "late"}
 func (d *winDriver) process(req *abi.Request) *abi.Response {
 	d.calls++
 	req.Epoch = uint64(d.calls)
-	asResp := process(d.t, d.inst, req, winOutputs)
+	outputs := d.outputs
+	if outputs == nil {
+		outputs = winOutputs
+	}
+	asResp := process(d.t, d.inst, req, outputs)
 	goResp, err := flowhost.Run(d.goComp, nil, req)
 	require.NoError(d.t, err)
 	asBytes, err := abi.EncodeResponse(asResp)
@@ -325,8 +335,15 @@ func winRequest(batch []winRecord, state map[string][]byte, timers map[string][]
 	}
 	for i, r := range batch {
 		k := get(r.key)
-		k.Messages = append(k.Messages, abi.Message{ID: fmt.Sprintf("m%d-%d", i, r.ts), Stream: "in", EventTimestamp: r.ts,
-			SystemTimestamp: r.ts, AlignmentTimestamp: r.ts, Payload: []byte(strconv.FormatInt(r.value, 10))})
+		stream, payload := "in", []byte(strconv.FormatInt(r.value, 10))
+		if r.stream != "" {
+			stream = r.stream
+		}
+		if r.empty {
+			payload = nil
+		}
+		k.Messages = append(k.Messages, abi.Message{ID: fmt.Sprintf("m%d-%d", i, r.ts), Stream: stream, EventTimestamp: r.ts,
+			SystemTimestamp: r.ts, AlignmentTimestamp: r.ts, Payload: payload})
 	}
 	req := &abi.Request{ABI: abi.Version, Computation: "win", Kind: abi.KindTransform, Keys: []abi.RequestKey{},
 		Watermarks: abi.Watermarks{Event: wm, System: wm}}

@@ -95,7 +95,7 @@ const STATE_VERSION: u8 = 1;
 export const WINDOW_STATE_ERROR = "flowhost: the key's state is not a window state";
 
 /** Reads Go encoding/binary varints from a byte string. */
-class VarintReader {
+export class VarintReader {
   pos: i32 = 0;
   /** Set when the last read failed (truncated, or overflowing 64 bits). */
   bad: bool = false;
@@ -161,7 +161,7 @@ function decodeState(b: Uint8Array | null, out: WindowState): string | null {
 }
 
 /** A growable byte buffer for the state encoding. */
-class Bytes {
+export class Bytes {
   buf: Uint8Array = new Uint8Array(32);
   len: i32 = 0;
 
