@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,7 +124,7 @@ var joinOutputs = []string{"out", "expired", "unmatched"}
 // for every batch. It plays the host: it keeps state and timers from the
 // responses (a failed key changes nothing), fires the timers the
 // watermark has reached, and flushes every timer at the end.
-func runJoinCase(t *testing.T, rt *rapid.T, m engine.Module, c joinCase, size int) {
+func runJoinCase(t *testing.T, rt *rapid.T, m engine.Module, c joinCase, size int, seen map[string]bool) {
 	ctx := context.Background()
 	init := &abi.Init{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform, Parameters: c.params, OutputStreams: joinOutputs}
 	inst, err := m.Instantiate(ctx, engine.NewInstanceConfig())
@@ -204,7 +205,12 @@ func runJoinCase(t *testing.T, rt *rapid.T, m engine.Module, c joinCase, size in
 			}
 		}
 		for _, rk := range goResp.Keys {
+			for _, e := range rk.Emits {
+				seen[e.Stream] = true
+			}
+			seen["cancel"] = seen["cancel"] || len(rk.TimersCancel) > 0
 			if rk.Error != "" {
+				seen["error"] = true
 				continue
 			}
 			switch rk.StateOp {
@@ -256,22 +262,106 @@ func satSub(a, b int64) int64 {
 // timers and error texts.
 func TestIntervalJoinMatchesGo(t *testing.T) {
 	m := compiledModule(t, "join")
+	seen := map[string]bool{}
 	rapid.Check(t, func(rt *rapid.T) {
 		c := drawIntervalCase(rt)
 		for _, size := range []int{1, 7, 1000} {
-			runJoinCase(t, rt, m, c, size)
+			runJoinCase(t, rt, m, c, size, seen)
 		}
 	})
+	for _, what := range []string{"out", "expired", "cancel", "error"} {
+		require.True(t, seen[what], "no run had %s", what)
+	}
 }
 
 // TestEnrichJoinMatchesGo is TestIntervalJoinMatchesGo for the enrichment
 // join, tombstones (empty table payloads) included.
 func TestEnrichJoinMatchesGo(t *testing.T) {
 	m := compiledModule(t, "join")
+	seen := map[string]bool{}
 	rapid.Check(t, func(rt *rapid.T) {
 		c := drawEnrichCase(rt)
 		for _, size := range []int{1, 7, 1000} {
-			runJoinCase(t, rt, m, c, size)
+			runJoinCase(t, rt, m, c, size, seen)
 		}
 	})
+	for _, what := range []string{"out", "unmatched", "error"} {
+		require.True(t, seen[what], "no run had %s", what)
+	}
+}
+
+// TestJoinStatesMatchGo gives both joins random states, mostly almost
+// valid (a right header, small counts and lengths, varint continuation
+// bytes), and requires the Rust response bytes to equal the Go ones: the
+// same records decoded, or the same error text naming the same field and
+// byte. The one difference allowed is a message_id that is not UTF-8,
+// which Go keeps and Rust, whose strings are UTF-8, refuses.
+func TestJoinStatesMatchGo(t *testing.T) {
+	m := compiledModule(t, "join")
+	ctx := context.Background()
+	seen := map[string]bool{}
+	rapid.Check(t, func(rt *rapid.T) {
+		var c joinCase
+		header := []byte{1, 'I'}
+		streams := []string{"L", "R"}
+		if rapid.Bool().Draw(rt, "enrich") {
+			c, header, streams = drawEnrichCase(rt), []byte{1, 'E'}, []string{"T", "E"}
+		} else {
+			c = drawIntervalCase(rt)
+		}
+		body := rapid.SliceOfN(rapid.SampledFrom([]byte{0, 1, 2, 3, 'I', 'E', 'x', 0x7f, 0x80, 0xff}), 0, 24).Draw(rt, "body")
+		state := append(slices.Clone(header[:rapid.IntRange(0, 2).Draw(rt, "header")]), body...)
+		if rapid.IntRange(0, 4).Draw(rt, "full header") > 0 {
+			state = append(slices.Clone(header), body...)
+		}
+		key := abi.RequestKey{Key: `["k"]`, State: state}
+		if rapid.Bool().Draw(rt, "timer") {
+			tr := rapid.Int64Range(-3, 3).Draw(rt, "trigger")
+			key.Timers = []abi.DueTimer{{ID: "t", TriggerTimestamp: tr, EventTimestamp: tr}}
+		}
+		for i := range rapid.IntRange(0, 3).Draw(rt, "messages") {
+			ts := rapid.Int64Range(-3, 3).Draw(rt, "ts")
+			key.Messages = append(key.Messages, abi.Message{ID: fmt.Sprintf("m%d", i), Stream: rapid.SampledFrom(streams).Draw(rt, "stream"),
+				EventTimestamp: ts, SystemTimestamp: ts, AlignmentTimestamp: ts, Payload: []byte("p")})
+		}
+		if len(key.Timers)+len(key.Messages) == 0 {
+			key.Messages = []abi.Message{{ID: "m", Stream: streams[0], Payload: []byte("p")}}
+		}
+		init := &abi.Init{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform, Parameters: c.params, OutputStreams: joinOutputs}
+		inst, err := m.Instantiate(ctx, engine.NewInstanceConfig())
+		require.NoError(t, err)
+		defer inst.Close(ctx)
+		initBytes, err := abi.EncodeInit(init)
+		require.NoError(t, err)
+		_, err = inst.Init(ctx, initBytes)
+		require.NoError(t, err)
+		req := &abi.Request{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform, Epoch: 1, Keys: []abi.RequestKey{key}}
+		reqBytes, err := abi.EncodeRequest(req)
+		require.NoError(t, err)
+		rustOut, err := inst.Process(ctx, reqBytes)
+		require.NoError(t, err)
+		goResp, err := flowhost.Run(c.goComp, init, req)
+		require.NoError(t, err)
+		goOut, err := abi.EncodeResponse(goResp)
+		require.NoError(t, err)
+		if bytes.Equal(goOut, rustOut) {
+			switch {
+			case len(goResp.Keys) == 1 && goResp.Keys[0].Error != "":
+				seen["error"] = true
+			default:
+				seen["decoded"] = true
+			}
+			return
+		}
+		rustResp, err := abi.DecodeResponse(rustOut, abi.ResponseLimits{})
+		require.NoError(t, err)
+		if len(rustResp.Keys) == 1 && strings.Contains(rustResp.Keys[0].Error, "message_id not UTF-8") {
+			seen["utf8"] = true
+			return
+		}
+		rt.Fatalf("state %q: the Rust and Go joins disagree\nrust %+v\ngo   %+v", state, rustResp, goResp)
+	})
+	for _, what := range []string{"error", "decoded", "utf8"} {
+		require.True(t, seen[what], "no run had %s", what)
+	}
 }

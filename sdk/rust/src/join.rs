@@ -1,6 +1,30 @@
 //! The interval join and the enrichment join: ports of the Go SDK's
 //! `IntervalJoin` and `EnrichJoin` whose emits, timers, state bytes and
 //! error texts are the Go helpers', byte for byte (sdk/JOINS.md).
+//!
+//! ```
+//! use flowhost::{Batch, Computation, EnrichJoin, Error, IntervalJoin, JoinPair};
+//!
+//! const MINUTE: i64 = 60_000_000_000;
+//!
+//! struct OrderPayments(IntervalJoin);
+//!
+//! impl Computation for OrderPayments {
+//!     fn process(&mut self, batch: &mut Batch) -> Result<(), Error> {
+//!         let j = &self.0;
+//!         batch.for_each_key(|k| j.process(k))
+//!     }
+//! }
+//!
+//! // |ts_order - ts_payment| <= 30 min; bounds are i64 nanoseconds.
+//! let j = IntervalJoin::new("orders", "payments", -30 * MINUTE, 30 * MINUTE,
+//!     |p: &JoinPair| [&p.left.payload[..], b",", &p.right.payload].concat(), "joined", "unmatched")
+//!     .with_expired(|r| r.payload.clone()); // optional
+//! let _ = OrderPayments(j);
+//!
+//! let _e = EnrichJoin::new("customers", "orders",
+//!     |event, value| [event.payload, b"+", &value.payload].concat(), "enriched", "no-customer");
+//! ```
 
 use crate::params::go_quote;
 use crate::{Error, Key, Message};
