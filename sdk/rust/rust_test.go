@@ -30,6 +30,7 @@ var guestCrates = map[string]string{
 	"testguest":    "testguest",
 	"conformance":  "conformance",
 	"window-count": "examples/window-count",
+	"join":         "testdata/join-guest",
 }
 
 // modules builds every guest crate once per test binary with rust.Build,

@@ -63,6 +63,7 @@ mod cbor;
 mod envelope;
 mod error;
 mod guest;
+mod join;
 mod log;
 mod params;
 mod state;
@@ -76,6 +77,7 @@ pub use batch::{
 };
 pub use error::Error;
 pub use guest::{Guest, Status};
+pub use join::{EnrichJoin, IntervalJoin, JoinPair, JoinRecord, JOIN_STATE_ERROR};
 pub use log::{log, Level};
 pub use params::{ParamError, Params, Value};
 pub use state::{
