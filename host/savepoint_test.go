@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/flowhost/flowhost/host/opview"
+	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/store"
 )
 
@@ -26,7 +28,9 @@ func TestSavepointEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	require.NoError(t, st.Bind("shape"))
-	srv := httptest.NewServer(savepointHandler(st))
+	var mu sync.Mutex // the handler's goroutine reports, the test reads
+	var reports []runtime.WorkProgress
+	srv := httptest.NewServer(savepointHandler(st, func(p runtime.WorkProgress) { mu.Lock(); reports = append(reports, p); mu.Unlock() }))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 
@@ -56,7 +60,7 @@ func TestSavepointEndpoint(t *testing.T) {
 	remote := httptest.NewRequest(http.MethodPost, SavepointPath, strings.NewReader(`{"dir":"/tmp/x"}`))
 	remote.RemoteAddr = "192.0.2.7:4000"
 	rec := httptest.NewRecorder()
-	savepointHandler(st).ServeHTTP(rec, remote)
+	savepointHandler(st, func(runtime.WorkProgress) {}).ServeHTTP(rec, remote)
 	require.Equal(t, http.StatusForbidden, rec.Code, "a client on another machine is refused")
 
 	sp := filepath.Join(dir, "sp")
@@ -67,6 +71,15 @@ func TestSavepointEndpoint(t *testing.T) {
 	require.Equal(t, st.Dir(), got.DataDir)
 	_, err = store.ReadSavepoint(sp)
 	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, reports, 2, "the refused requests report nothing")
+	total := reports[0].Total
+	require.Positive(t, total)
+	require.Equal(t, []runtime.WorkProgress{
+		{Kind: runtime.WorkSavepoint, Name: sp, Total: total},
+		{Kind: runtime.WorkSavepoint, Name: sp, Done: total, Total: total, Finished: true},
+	}, reports)
 
 	_, err = RequestSavepoint(context.Background(), addr, sp)
 	require.ErrorContains(t, err, "savepoint: savepoint directory "+sp+" is not empty", "the endpoint's error reaches the CLI")
@@ -116,7 +129,7 @@ func TestRequestSavepointSendsToken(t *testing.T) {
 	defer st.Close()
 	require.NoError(t, st.Bind("shape"))
 	const token = "s3cret-token"
-	srv := httptest.NewServer(opview.Protect(token, savepointHandler(st)))
+	srv := httptest.NewServer(opview.Protect(token, savepointHandler(st, func(runtime.WorkProgress) {})))
 	defer srv.Close()
 
 	sp := filepath.Join(dir, "sp")

@@ -17,7 +17,8 @@ const (
 	// records.
 	WorkBacklog = "backlog"
 	// WorkSavepoint is a savepoint being written or restored; counted in
-	// entries of the data directory (package host reports it).
+	// bytes of the store's files (package host reports it, through
+	// [Runtime.ReportWork] for one taken while the pipeline runs).
 	WorkSavepoint = "savepoint"
 )
 
@@ -46,6 +47,24 @@ func WithWorkProgress(fn func(WorkProgress)) Option {
 	return func(o *options) { o.workProgress = fn }
 }
 
+// ReportWork publishes the progress of long work done beside the
+// runtime, such as a savepoint the host takes while the pipeline runs: in
+// the progress gauges and to the [WithWorkProgress] hook, as the
+// runtime's own work is.
+func (r *Runtime) ReportWork(p WorkProgress) {
+	p.Total = max(p.Total, 0)
+	p.Done = min(max(p.Done, 0), p.Total)
+	if p.Finished {
+		p.Done = p.Total
+	}
+	p.Finished = p.Done >= p.Total
+	r.metrics.progress.done.WithLabelValues(p.Kind, p.Name).Set(float64(p.Done))
+	r.metrics.progress.total.WithLabelValues(p.Kind, p.Name).Set(float64(p.Total))
+	if r.opts.workProgress != nil {
+		r.opts.workProgress(p)
+	}
+}
+
 // progressGauges are the done and total gauges of long work, by kind and
 // name; registered by newProgressGauges.
 type progressGauges struct {
@@ -56,7 +75,7 @@ func newProgressGauges(reg prometheus.Registerer) progressGauges {
 	g := progressGauges{
 		done: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: ProgressDoneMetric,
-			Help: "Units of long work done (kind replay or backlog: records; savepoint: entries), by kind and name (the source, or the savepoint).",
+			Help: "Units of long work done (kind replay or backlog: records; savepoint: bytes), by kind and name (the source, or the savepoint).",
 		}, []string{"kind", "name"}),
 		total: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: ProgressTotalMetric,
