@@ -238,7 +238,7 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 		opts = append(opts, runtime.WithStore(st))
 		// The handler is served once rt is set (by the metrics server,
 		// started after runtime.New).
-		savepoints = savepointHandler(st, func(p runtime.WorkProgress) { rt.ReportWork(p) })
+		savepoints = savepointHandler(st, func(p runtime.WorkProgress) { rt.ReportWork(p) }, func(kind, name string) { rt.ForgetWork(kind, name) })
 		if len(cfg.Replay) > 0 {
 			opts = append(opts, runtime.WithReplay(cfg.Replay))
 		}

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -156,8 +158,9 @@ func RequestSavepoint(ctx context.Context, addr, dest string, opts ...SavepointO
 // reporting each savepoint's progress to report (kind savepoint, named by
 // its directory): the store's disk bytes as the total, done at once when
 // the checkpoint is written (it is one pebble checkpoint, which tells no
-// progress of its own).
-func savepointHandler(st *store.Store, report func(runtime.WorkProgress)) http.Handler {
+// progress of its own). A savepoint that fails is given to forget, so
+// that it does not show as never finishing.
+func savepointHandler(st *store.Store, report func(runtime.WorkProgress), forget func(kind, name string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer := func(code int, v any) {
 			w.Header().Set("Content-Type", "application/json")
@@ -184,10 +187,21 @@ func savepointHandler(st *store.Store, report func(runtime.WorkProgress)) http.H
 			fail(http.StatusBadRequest, "%v", err)
 			return
 		}
+		// A directory that is taken is refused before anything starts:
+		// reporting it would overwrite the progress of the savepoint
+		// that took it.
+		entries, rerr := os.ReadDir(dir)
+		started := errors.Is(rerr, fs.ErrNotExist) || rerr == nil && len(entries) == 0
 		total := int64(st.DiskBytes())
-		report(runtime.WorkProgress{Kind: runtime.WorkSavepoint, Name: dir, Total: total})
+		if started {
+			report(runtime.WorkProgress{Kind: runtime.WorkSavepoint, Name: dir, Total: total})
+		}
 		info, err := st.Savepoint(dir)
-		if err == nil {
+		if err != nil {
+			if started {
+				forget(runtime.WorkSavepoint, dir)
+			}
+		} else {
 			report(runtime.WorkProgress{Kind: runtime.WorkSavepoint, Name: dir, Done: total, Total: total, Finished: true})
 		}
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,7 +31,10 @@ func TestSavepointEndpoint(t *testing.T) {
 	require.NoError(t, st.Bind("shape"))
 	var mu sync.Mutex // the handler's goroutine reports, the test reads
 	var reports []runtime.WorkProgress
-	srv := httptest.NewServer(savepointHandler(st, func(p runtime.WorkProgress) { mu.Lock(); reports = append(reports, p); mu.Unlock() }))
+	var forgotten []string
+	srv := httptest.NewServer(savepointHandler(st,
+		func(p runtime.WorkProgress) { mu.Lock(); reports = append(reports, p); mu.Unlock() },
+		func(kind, name string) { mu.Lock(); forgotten = append(forgotten, kind+" "+name); mu.Unlock() }))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 
@@ -60,7 +64,7 @@ func TestSavepointEndpoint(t *testing.T) {
 	remote := httptest.NewRequest(http.MethodPost, SavepointPath, strings.NewReader(`{"dir":"/tmp/x"}`))
 	remote.RemoteAddr = "192.0.2.7:4000"
 	rec := httptest.NewRecorder()
-	savepointHandler(st, func(runtime.WorkProgress) {}).ServeHTTP(rec, remote)
+	savepointHandler(st, func(runtime.WorkProgress) {}, func(string, string) {}).ServeHTTP(rec, remote)
 	require.Equal(t, http.StatusForbidden, rec.Code, "a client on another machine is refused")
 
 	sp := filepath.Join(dir, "sp")
@@ -72,17 +76,22 @@ func TestSavepointEndpoint(t *testing.T) {
 	_, err = store.ReadSavepoint(sp)
 	require.NoError(t, err)
 	mu.Lock()
-	defer mu.Unlock()
-	require.Len(t, reports, 2, "the refused requests report nothing")
-	total := reports[0].Total
+	got2 := slices.Clone(reports)
+	mu.Unlock()
+	require.Len(t, got2, 2, "the refused requests report nothing")
+	total := got2[0].Total
 	require.Positive(t, total)
 	require.Equal(t, []runtime.WorkProgress{
 		{Kind: runtime.WorkSavepoint, Name: sp, Total: total},
 		{Kind: runtime.WorkSavepoint, Name: sp, Done: total, Total: total, Finished: true},
-	}, reports)
+	}, got2)
 
 	_, err = RequestSavepoint(context.Background(), addr, sp)
 	require.ErrorContains(t, err, "savepoint: savepoint directory "+sp+" is not empty", "the endpoint's error reaches the CLI")
+	mu.Lock()
+	require.Len(t, reports, 2, "a directory taken is refused before the savepoint starts")
+	require.Empty(t, forgotten)
+	mu.Unlock()
 
 	// A stopped data directory: refused while the store is open, taken
 	// once it is closed.
@@ -129,7 +138,7 @@ func TestRequestSavepointSendsToken(t *testing.T) {
 	defer st.Close()
 	require.NoError(t, st.Bind("shape"))
 	const token = "s3cret-token"
-	srv := httptest.NewServer(opview.Protect(token, savepointHandler(st, func(runtime.WorkProgress) {})))
+	srv := httptest.NewServer(opview.Protect(token, savepointHandler(st, func(runtime.WorkProgress) {}, func(string, string) {})))
 	defer srv.Close()
 
 	sp := filepath.Join(dir, "sp")

@@ -65,6 +65,14 @@ func (r *Runtime) ReportWork(p WorkProgress) {
 	}
 }
 
+// ForgetWork removes the progress of the work kind/name that
+// [Runtime.ReportWork] published, for work that failed: it would
+// otherwise show as never finishing.
+func (r *Runtime) ForgetWork(kind, name string) {
+	r.metrics.progress.done.DeleteLabelValues(kind, name)
+	r.metrics.progress.total.DeleteLabelValues(kind, name)
+}
+
 // progressGauges are the done and total gauges of long work, by kind and
 // name; registered by newProgressGauges.
 type progressGauges struct {
