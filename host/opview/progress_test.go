@@ -80,6 +80,9 @@ func TestProgressInSnapshot(t *testing.T) {
 		{Kind: runtime.WorkBacklog, Name: "clicks", Done: 7, Total: 7, ETANanos: ptr(0), Finished: true},
 		{Kind: runtime.WorkReplay, Name: "orders", Done: 250, Total: 1000, Rate: 25, ETANanos: ptr(int64(30 * time.Second))},
 	}, snap.Progress)
+	var progress []opview.Progress
+	require.Equal(t, 200, getJSON(t, hs.URL+"/api/v1/progress", &progress))
+	require.Equal(t, snap.Progress, progress)
 	require.NotEmpty(t, snap.Partitions)
 	for _, p := range snap.Partitions {
 		require.Equal(t, "h1:42", p.Owner, "%s/p%d", p.Computation, p.Partition)

@@ -199,6 +199,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 	part(PathPrefix+"tenants", func(sn Snapshot) any { return sn.Tenants })
 	part(PathPrefix+"dead-letters", func(sn Snapshot) any { return sn.DeadLetters })
 	part(PathPrefix+"watermark-hold", func(sn Snapshot) any { return sn.WatermarkHold })
+	part(PathPrefix+"progress", func(sn Snapshot) any { return sn.Progress })
 	mux.HandleFunc("GET "+PathHistory, s.serveHistory)
 	mux.HandleFunc("GET "+PathEvents, s.serveEvents)
 	mux.HandleFunc("GET "+PathState, s.serveState)
