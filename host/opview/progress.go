@@ -1,10 +1,9 @@
 package opview
 
 import (
-	"math"
 	"sort"
-	"time"
 
+	"github.com/flowhost/flowhost/host/progress"
 	"github.com/flowhost/flowhost/host/runtime"
 )
 
@@ -31,21 +30,7 @@ type Progress struct {
 // has at once; a done past the total counts as finished), nil when it
 // cannot be told (a rate of zero or less, or one so low that the wait
 // overflows).
-func ETA(done, total int64, rate float64) *int64 {
-	if done >= total {
-		zero := int64(0)
-		return &zero
-	}
-	if !(rate > 0) {
-		return nil
-	}
-	ns := float64(total-done) / rate * float64(time.Second)
-	if ns >= math.MaxInt64 {
-		return nil
-	}
-	eta := int64(math.Ceil(ns))
-	return &eta
-}
+func ETA(done, total int64, rate float64) *int64 { return progress.ETA(done, total, rate) }
 
 // progressKey names one piece of work in the samples.
 func progressKey(kind, name string) string { return kind + "\x00" + name }
