@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flowhost/flowhost/host/compute"
+	"github.com/flowhost/flowhost/host/connect/kafkatest"
 	"github.com/flowhost/flowhost/host/opview"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/store"
@@ -74,4 +77,46 @@ func TestNoReplayNoProgress(t *testing.T) {
 	_, err = runReplay(t, st, "", runtime.WithWorkProgress(func(p runtime.WorkProgress) { reports = append(reports, p) }))
 	require.NoError(t, err)
 	require.Empty(t, reports)
+}
+
+// A Kafka source's backlog is the records its topic held when it started,
+// and it reaches done: the runtime reports it as kind backlog, named by
+// the source.
+func TestKafkaBacklogProgress(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	topic := kafkatest.Topic(t, brokers, 2, nil)
+	var recs []*kgo.Record
+	for i := range 5 {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"i":%d}`, i)})
+	}
+	kafkatest.Produce(t, brokers, recs...)
+	st, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	var mu sync.Mutex
+	var reports []runtime.WorkProgress
+	sink := &captureSink{}
+	rt, err := runtime.New(mustSpec(t, kafkaPipeline(brokers, topic, "")), map[string]compute.Factory{"ident": compute.Native(identity)},
+		runtime.WithStore(st), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}),
+		runtime.WithWorkProgress(func(p runtime.WorkProgress) { mu.Lock(); reports = append(reports, p); mu.Unlock() }))
+	require.NoError(t, err)
+	last := func() runtime.WorkProgress {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(reports) == 0 {
+			return runtime.WorkProgress{}
+		}
+		return reports[len(reports)-1]
+	}
+	runUntil(t, rt, sink, 5, func() {
+		// The source reports after handing its records over, which the
+		// sink may see first.
+		require.Eventually(t, func() bool { return last().Finished }, 30*time.Second, time.Millisecond)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, runtime.WorkProgress{Kind: runtime.WorkBacklog, Name: "in", Total: 5}, reports[0])
+	require.Equal(t, runtime.WorkProgress{Kind: runtime.WorkBacklog, Name: "in", Done: 5, Total: 5, Finished: true}, reports[len(reports)-1])
+	require.Equal(t, 5.0, counterValue(t, rt, runtime.ProgressDoneMetric, map[string]string{"kind": runtime.WorkBacklog, "name": "in"}))
+	require.Equal(t, 5.0, counterValue(t, rt, runtime.ProgressTotalMetric, map[string]string{"kind": runtime.WorkBacklog, "name": "in"}))
 }
