@@ -325,8 +325,9 @@ func hasLongWork(p *spec.Pipeline, cfg *RunConfig) bool {
 	return false
 }
 
-// workProgress shows a replay or a Kafka backlog as a counter named by
-// its kind and source, from its first report with something to do (a
+// workProgress shows a replay, a Kafka backlog or a savepoint taken while
+// the pipeline runs as a counter named by its kind and source (or
+// directory), from its first report with something to do (a
 // backlog already caught up when it is measured shows nothing), until it
 // finished.
 func workProgress(rep *progress.Reporter) func(runtime.WorkProgress) {
@@ -341,7 +342,11 @@ func workProgress(rep *progress.Reporter) func(runtime.WorkProgress) {
 				mu.Unlock()
 				return
 			}
-			c = rep.Counter(name+" (records)", wp.Total)
+			unit := " (records)"
+			if wp.Kind == runtime.WorkSavepoint {
+				unit = " (bytes)"
+			}
+			c = rep.Counter(name+unit, wp.Total)
 			counters[name] = c
 		}
 		mu.Unlock()

@@ -28,10 +28,12 @@ func TestWorkProgressDisplay(t *testing.T) {
 	show(runtime.WorkProgress{Kind: runtime.WorkReplay, Name: "orders", Done: 100, Total: 400})
 	clock = start.Add(10 * time.Second)
 	show(runtime.WorkProgress{Kind: runtime.WorkReplay, Name: "orders", Done: 400, Total: 400, Finished: true})
+	show(runtime.WorkProgress{Kind: runtime.WorkSavepoint, Name: "/sp", Total: 4096})
 	rep.Close()
 
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, 1, "one line, the replay's end:\n%s", out.String())
+	require.Len(t, lines, 2, "the replay's end, and the savepoint at Close:\n%s", out.String())
 	require.Contains(t, lines[0], `msg="progress done" name="replay orders (records)" count=400 total=400 percent=100`)
+	require.Contains(t, lines[1], `msg="progress done" name="savepoint /sp (bytes)" count=0 total=4096 percent=0`)
 	require.NotContains(t, out.String(), "quiet")
 }
