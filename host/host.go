@@ -204,16 +204,18 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 		defer f.Close()
 		opts = append(opts, runtime.WithTrace(f))
 	}
-	if hasFileSource(pipe) && cfg.Progress != io.Discard {
+	var rep *progress.Reporter // nil: no progress display
+	if hasLongWork(pipe, cfg) && cfg.Progress != io.Discard {
 		w, tty := cfg.Progress, false
 		if w == nil {
 			w, tty = os.Stderr, progress.IsTerminal(os.Stderr)
 		}
-		rep := progress.New(w, tty)
+		rep = progress.New(w, tty)
 		defer rep.Close()
-		opts = append(opts, runtime.WithProgress(fileProgress(rep)))
+		opts = append(opts, runtime.WithProgress(fileProgress(rep)), runtime.WithWorkProgress(workProgress(rep)))
 	}
 	summary := &RunSummary{}
+	var rt *runtime.Runtime
 	var savepoints http.Handler
 	var runStore *store.Store // nil in memory
 	if cfg.ReplaceDataDir && cfg.FromSavepoint == "" {
@@ -221,7 +223,7 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	}
 	if !cfg.InMemory {
 		if cfg.FromSavepoint != "" {
-			if err := restoreSavepoint(pipe, cfg, log); err != nil {
+			if err := restoreSavepoint(pipe, cfg, log, rep); err != nil {
 				return nil, err
 			}
 		}
@@ -234,7 +236,9 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 		log.Info("exactly-once: committing to the data directory", "dir", st.Dir())
 		summary.DataDir = st.Dir()
 		opts = append(opts, runtime.WithStore(st))
-		savepoints = savepointHandler(st)
+		// The handler is served once rt is set (by the metrics server,
+		// started after runtime.New).
+		savepoints = savepointHandler(st, func(p runtime.WorkProgress) { rt.ReportWork(p) }, func(kind, name string) { rt.ForgetWork(kind, name) })
 		if len(cfg.Replay) > 0 {
 			opts = append(opts, runtime.WithReplay(cfg.Replay))
 		}
@@ -256,7 +260,7 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	}
 	opts = append(opts, runtime.WithStopGrace(stopGrace))
 	opts = append(opts, cfg.Options...)
-	rt, err := runtime.New(pipe, loaded.Factories, opts...)
+	rt, err = runtime.New(pipe, loaded.Factories, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -306,13 +310,52 @@ func OpenStore(pipe *spec.Pipeline, dir string) (*store.Store, error) {
 	return store.Open(dir, store.Options{})
 }
 
-func hasFileSource(p *spec.Pipeline) bool {
+// hasLongWork reports whether the run may have work whose progress is
+// shown: a file or Kafka source (a file to read, a backlog to catch up),
+// a replay or a savepoint to restore.
+func hasLongWork(p *spec.Pipeline, cfg *RunConfig) bool {
+	if len(cfg.Replay) > 0 || cfg.FromSavepoint != "" {
+		return true
+	}
 	for _, s := range p.Sources {
-		if s.Type == spec.SourceFile {
+		if s.Type == spec.SourceFile || s.Type == spec.SourceKafka {
 			return true
 		}
 	}
 	return false
+}
+
+// workProgress shows a replay, a Kafka backlog or a savepoint taken while
+// the pipeline runs as a counter named by its kind and source (or
+// directory), from its first report with something to do (a
+// backlog already caught up when it is measured shows nothing), until it
+// finished.
+func workProgress(rep *progress.Reporter) func(runtime.WorkProgress) {
+	var mu sync.Mutex
+	counters := map[string]*progress.Counter{}
+	return func(wp runtime.WorkProgress) {
+		name := wp.Kind + " " + wp.Name
+		mu.Lock()
+		c, ok := counters[name]
+		if !ok {
+			if wp.Finished && wp.Done == 0 {
+				mu.Unlock()
+				return
+			}
+			unit := " (records)"
+			if wp.Kind == runtime.WorkSavepoint {
+				unit = " (bytes)"
+			}
+			c = rep.Counter(name+unit, wp.Total)
+			counters[name] = c
+		}
+		mu.Unlock()
+		c.SetTotal(wp.Total)
+		c.Set(wp.Done)
+		if wp.Finished {
+			c.Done()
+		}
+	}
 }
 
 // fileProgress shows, per file source, the bytes read of the file's size;

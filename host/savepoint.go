@@ -7,13 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/flowhost/flowhost/host/progress"
+	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/host/store"
 )
@@ -150,8 +154,13 @@ func RequestSavepoint(ctx context.Context, addr, dest string, opts ...SavepointO
 	return sp, nil
 }
 
-// savepointHandler serves [SavepointPath] for the running store st.
-func savepointHandler(st *store.Store) http.Handler {
+// savepointHandler serves [SavepointPath] for the running store st,
+// reporting each savepoint's progress to report (kind savepoint, named by
+// its directory): the store's disk bytes as the total, done at once when
+// the checkpoint is written (it is one pebble checkpoint, which tells no
+// progress of its own). A savepoint that fails is given to forget, so
+// that it does not show as never finishing.
+func savepointHandler(st *store.Store, report func(runtime.WorkProgress), forget func(kind, name string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer := func(code int, v any) {
 			w.Header().Set("Content-Type", "application/json")
@@ -178,7 +187,23 @@ func savepointHandler(st *store.Store) http.Handler {
 			fail(http.StatusBadRequest, "%v", err)
 			return
 		}
+		// A directory that is taken is refused before anything starts:
+		// reporting it would overwrite the progress of the savepoint
+		// that took it.
+		entries, rerr := os.ReadDir(dir)
+		started := errors.Is(rerr, fs.ErrNotExist) || rerr == nil && len(entries) == 0
+		total := int64(st.DiskBytes())
+		if started {
+			report(runtime.WorkProgress{Kind: runtime.WorkSavepoint, Name: dir, Total: total})
+		}
 		info, err := st.Savepoint(dir)
+		if err != nil {
+			if started {
+				forget(runtime.WorkSavepoint, dir)
+			}
+		} else {
+			report(runtime.WorkProgress{Kind: runtime.WorkSavepoint, Name: dir, Done: total, Total: total, Finished: true})
+		}
 		if err != nil {
 			code := http.StatusInternalServerError
 			if errors.Is(err, store.ErrNotEmpty) {
@@ -193,7 +218,10 @@ func savepointHandler(st *store.Store) http.Handler {
 
 // restoreSavepoint copies the savepoint cfg.FromSavepoint into the run's
 // data directory before the run opens it (see [RunConfig.FromSavepoint]).
-func restoreSavepoint(pipe *spec.Pipeline, cfg *RunConfig, log *slog.Logger) error {
+//
+// rep, when set, shows the copy's progress in bytes; the operator view is
+// not up yet during it.
+func restoreSavepoint(pipe *spec.Pipeline, cfg *RunConfig, log *slog.Logger, rep *progress.Reporter) error {
 	dir := cfg.DataDir
 	if dir == "" {
 		var err error
@@ -201,7 +229,21 @@ func restoreSavepoint(pipe *spec.Pipeline, cfg *RunConfig, log *slog.Logger) err
 			return err
 		}
 	}
-	info, err := store.RestoreSavepoint(cfg.FromSavepoint, dir, cfg.ReplaceDataDir)
+	var counter *progress.Counter
+	var show func(done, total int64)
+	if rep != nil {
+		show = func(done, total int64) {
+			if counter == nil {
+				counter = rep.Counter("restore savepoint (bytes)", total)
+			}
+			counter.SetTotal(total)
+			counter.Set(done)
+			if done >= total {
+				counter.Done()
+			}
+		}
+	}
+	info, err := store.RestoreSavepointProgress(cfg.FromSavepoint, dir, cfg.ReplaceDataDir, show)
 	if err != nil {
 		return fmt.Errorf("--from-savepoint: %w", err)
 	}

@@ -8,12 +8,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/flowhost/flowhost/host/opview"
+	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/store"
 )
 
@@ -26,7 +29,12 @@ func TestSavepointEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	require.NoError(t, st.Bind("shape"))
-	srv := httptest.NewServer(savepointHandler(st))
+	var mu sync.Mutex // the handler's goroutine reports, the test reads
+	var reports []runtime.WorkProgress
+	var forgotten []string
+	srv := httptest.NewServer(savepointHandler(st,
+		func(p runtime.WorkProgress) { mu.Lock(); reports = append(reports, p); mu.Unlock() },
+		func(kind, name string) { mu.Lock(); forgotten = append(forgotten, kind+" "+name); mu.Unlock() }))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 
@@ -56,7 +64,7 @@ func TestSavepointEndpoint(t *testing.T) {
 	remote := httptest.NewRequest(http.MethodPost, SavepointPath, strings.NewReader(`{"dir":"/tmp/x"}`))
 	remote.RemoteAddr = "192.0.2.7:4000"
 	rec := httptest.NewRecorder()
-	savepointHandler(st).ServeHTTP(rec, remote)
+	savepointHandler(st, func(runtime.WorkProgress) {}, func(string, string) {}).ServeHTTP(rec, remote)
 	require.Equal(t, http.StatusForbidden, rec.Code, "a client on another machine is refused")
 
 	sp := filepath.Join(dir, "sp")
@@ -67,9 +75,23 @@ func TestSavepointEndpoint(t *testing.T) {
 	require.Equal(t, st.Dir(), got.DataDir)
 	_, err = store.ReadSavepoint(sp)
 	require.NoError(t, err)
+	mu.Lock()
+	got2 := slices.Clone(reports)
+	mu.Unlock()
+	require.Len(t, got2, 2, "the refused requests report nothing")
+	total := got2[0].Total
+	require.Positive(t, total)
+	require.Equal(t, []runtime.WorkProgress{
+		{Kind: runtime.WorkSavepoint, Name: sp, Total: total},
+		{Kind: runtime.WorkSavepoint, Name: sp, Done: total, Total: total, Finished: true},
+	}, got2)
 
 	_, err = RequestSavepoint(context.Background(), addr, sp)
 	require.ErrorContains(t, err, "savepoint: savepoint directory "+sp+" is not empty", "the endpoint's error reaches the CLI")
+	mu.Lock()
+	require.Len(t, reports, 2, "a directory taken is refused before the savepoint starts")
+	require.Empty(t, forgotten)
+	mu.Unlock()
 
 	// A stopped data directory: refused while the store is open, taken
 	// once it is closed.
@@ -116,7 +138,7 @@ func TestRequestSavepointSendsToken(t *testing.T) {
 	defer st.Close()
 	require.NoError(t, st.Bind("shape"))
 	const token = "s3cret-token"
-	srv := httptest.NewServer(opview.Protect(token, savepointHandler(st)))
+	srv := httptest.NewServer(opview.Protect(token, savepointHandler(st, func(runtime.WorkProgress) {}, func(string, string) {})))
 	defer srv.Close()
 
 	sp := filepath.Join(dir, "sp")

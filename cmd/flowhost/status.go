@@ -47,9 +47,10 @@ func newStatus() *cobra.Command {
 		Long: `Status reads the operator's API of a running pipeline (flowhost run serves it
 on its --metrics-addr, with the web page at /) and prints what the page shows:
 the graph, each stream's rates, buffers, bias, watermarks and lag, where
-event time is held back, each computation partition's epoch, queue, last
-batch, timers and state size, each tenant's CPU share against its weight,
-the quarantines and the dead letters. --watch prints it again every
+event time is held back, each computation partition's owner host, epoch,
+queue, last batch, timers and state size, the progress (done, total, rate,
+ETA) of replays, Kafka backlogs and savepoints, each tenant's CPU share
+against its weight, the quarantines and the dead letters. --watch prints it again every
 --interval until interrupted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

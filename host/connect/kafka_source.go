@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,13 @@ type KafkaSourceConfig struct {
 	Metrics *KafkaMetrics
 	// Logger receives the retried faults; nil: slog.Default().
 	Logger *slog.Logger
+	// Backlog, when set, is told how far the source has caught up the
+	// records its topic held when Run started: total is the records
+	// between the start offsets and the end offsets then (the last
+	// stable offsets when reading committed records), done those of them
+	// read so far; caughtUp is set on the last call, once every partition
+	// reached its end offset of then. It is called from Run's goroutine.
+	Backlog func(done, total int64, caughtUp bool)
 	// MetadataInterval is how often the source checks that the topic
 	// still exists with its partition count; default 30s.
 	MetadataInterval time.Duration
@@ -245,6 +253,7 @@ func (s *KafkaSource) Run(ctx context.Context, emit func(Record) error) error {
 		assign[int32(p)] = kgo.NewOffset().At(o)
 	}
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: assign})
+	backlog := s.startBacklog(ctx, adm, next)
 
 	run, stop := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
@@ -314,7 +323,72 @@ func (s *KafkaSource) Run(ctx context.Context, emit func(Record) error) error {
 		if emitErr != nil {
 			return emitErr
 		}
+		// After the flush: what is reported as read was handed over.
+		backlog.report(next)
 	}
+}
+
+// kafkaBacklog follows the catch-up of the records a topic held when the
+// source started (KafkaSourceConfig.Backlog).
+type kafkaBacklog struct {
+	fn         func(done, total int64, caughtUp bool)
+	start, end []int64
+	total      int64
+	last       int64 // done at the last report; -1: none yet
+	caughtUp   bool
+}
+
+// startBacklog lists the end offsets (one attempt: without them the
+// source runs, with no backlog figures) and reports the backlog behind
+// them; nil without a Backlog hook.
+func (s *KafkaSource) startBacklog(ctx context.Context, adm *kadm.Client, next []int64) *kafkaBacklog {
+	cfg := &s.cfg
+	if cfg.Backlog == nil {
+		return nil
+	}
+	var listed kadm.ListedOffsets
+	var err error
+	if cfg.ReadUncommitted {
+		listed, err = adm.ListEndOffsets(ctx, cfg.Topic)
+	} else {
+		listed, err = adm.ListCommittedOffsets(ctx, cfg.Topic)
+	}
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		s.log.Warn("kafka source cannot list its end offsets: no backlog progress this run", "source", cfg.Name, "topic", cfg.Topic, "err", err)
+		return nil
+	}
+	b := &kafkaBacklog{fn: cfg.Backlog, start: slices.Clone(next), end: make([]int64, len(next)), last: -1}
+	for p := range next {
+		o, ok := listed.Lookup(cfg.Topic, int32(p))
+		b.end[p] = next[p]
+		if ok && o.Offset > next[p] {
+			b.end[p] = o.Offset
+		}
+		b.total += b.end[p] - next[p]
+	}
+	b.report(next)
+	return b
+}
+
+// report tells the hook the backlog read up to next, when it changed.
+func (b *kafkaBacklog) report(next []int64) {
+	if b == nil || b.caughtUp {
+		return
+	}
+	var done int64
+	caughtUp := true
+	for p := range b.end {
+		done += min(next[p], b.end[p]) - b.start[p]
+		caughtUp = caughtUp && next[p] >= b.end[p]
+	}
+	if done == b.last && !caughtUp {
+		return
+	}
+	b.last, b.caughtUp = done, caughtUp
+	b.fn(done, b.total, caughtUp)
 }
 
 // kafkaBackoff is the wait before retry attempt+1: 100ms doubling to 5s.

@@ -27,6 +27,8 @@ func TestPageDrawsEveryPart(t *testing.T) {
 	s, hs := newServer(t, f, pipe, nil)
 	f.advance(time.Second)
 	f.src.WithLabelValues("orders", "raw").Add(5)
+	f.ptotal.WithLabelValues(runtime.WorkReplay, "orders").Set(10)
+	f.pdone.WithLabelValues(runtime.WorkReplay, "orders").Set(4)
 	s.Sample()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -49,6 +51,8 @@ func TestPageDrawsEveryPart(t *testing.T) {
 		Tenants     map[string]string
 		DeadLetters int
 		Hold        string
+		Progress    []string
+		Owner       string
 	}
 	js, err := chromedp.Run(tab, chromedp.Evaluate[string](`JSON.stringify({
 		Nodes: [...document.querySelectorAll('#graph [data-node-id]')].map(e => e.dataset.nodeId),
@@ -58,6 +62,8 @@ func TestPageDrawsEveryPart(t *testing.T) {
 		Tenants: Object.fromEntries([...document.querySelectorAll('#tenants tr[data-tenant]')].map(tr => [tr.dataset.tenant, tr.querySelector('.cpu-share').textContent])),
 		DeadLetters: document.querySelectorAll('#dl-latest tbody tr').length,
 		Hold: document.getElementById('hold').textContent,
+		Progress: [...document.querySelectorAll('#progress tr[data-work]')].map(tr => tr.dataset.work + " " + tr.querySelector('.done').textContent + "/" + tr.querySelector('.total').textContent),
+		Owner: document.querySelector('#partitions td.owner').textContent,
 	})`))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal([]byte(js), &got))
@@ -70,4 +76,6 @@ func TestPageDrawsEveryPart(t *testing.T) {
 	require.Equal(t, map[string]string{"operator": "0.0%", "acme": "0.0%"}, got.Tenants, "no worker time used")
 	require.Equal(t, 1, got.DeadLetters)
 	require.Contains(t, got.Hold, "stream raw")
+	require.Equal(t, []string{"replay orders 4/10"}, got.Progress)
+	require.Equal(t, opview.DefaultHostID(), got.Owner)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -64,6 +65,20 @@ type Config struct {
 	History  int
 	// Now is the wall clock; nil means time.Now.
 	Now func() time.Time
+	// HostID names this host as the owner of every computation
+	// partition (Partition.Owner); "" means [DefaultHostID].
+	HostID string
+}
+
+// DefaultHostID is the id of this host when none is given: its hostname
+// and process id, "HOSTNAME:PID", which tells apart two flowhosts on one
+// machine (a restarted one gets a new id).
+func DefaultHostID() string {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		name = "localhost"
+	}
+	return name + ":" + strconv.Itoa(os.Getpid())
 }
 
 // Server serves the API and the page, and samples the run for rates and
@@ -94,6 +109,9 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.HostID == "" {
+		cfg.HostID = DefaultHostID()
+	}
 	s := &Server{cfg: cfg, subs: map[chan struct{}]struct{}{}, quit: make(chan struct{})}
 	s.Sample()
 	return s
@@ -107,7 +125,7 @@ func (s *Server) Sample() Snapshot {
 	st := s.cfg.Status()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap, cur := build(s.cfg.Pipeline, st, indexMetrics(families), s.cfg.Now(), s.history)
+	snap, cur := build(s.cfg.Pipeline, s.cfg.HostID, st, indexMetrics(families), s.cfg.Now(), s.history)
 	s.history = append(s.history, cur)
 	if len(s.history) > s.cfg.History {
 		s.history = s.history[len(s.history)-s.cfg.History:]
@@ -181,6 +199,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 	part(PathPrefix+"tenants", func(sn Snapshot) any { return sn.Tenants })
 	part(PathPrefix+"dead-letters", func(sn Snapshot) any { return sn.DeadLetters })
 	part(PathPrefix+"watermark-hold", func(sn Snapshot) any { return sn.WatermarkHold })
+	part(PathPrefix+"progress", func(sn Snapshot) any { return sn.Progress })
 	mux.HandleFunc("GET "+PathHistory, s.serveHistory)
 	mux.HandleFunc("GET "+PathEvents, s.serveEvents)
 	mux.HandleFunc("GET "+PathState, s.serveState)

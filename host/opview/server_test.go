@@ -55,6 +55,8 @@ type fakeRun struct {
 	dead   *prometheus.CounterVec
 	buf    *prometheus.GaugeVec
 	bias   *prometheus.GaugeVec
+	pdone  *prometheus.GaugeVec
+	ptotal *prometheus.GaugeVec
 	now    time.Time
 }
 
@@ -83,6 +85,8 @@ func newFakeRun(t *testing.T) (*fakeRun, *spec.Pipeline) {
 	f.dead = cv("flowhost_dead_letters_total", "stage", "node")
 	f.buf = gv("flowhost_stream_buffered_messages", "stream")
 	f.bias = gv("flowhost_stream_bias_seconds", "stream")
+	f.pdone = gv(runtime.ProgressDoneMetric, "kind", "name")
+	f.ptotal = gv(runtime.ProgressTotalMetric, "kind", "name")
 	wm := f.now.Add(-3 * time.Second).UnixNano()
 	f.status = runtime.Status{Pipeline: "shop",
 		Computations: []runtime.ComputationStatus{

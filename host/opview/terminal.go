@@ -62,7 +62,7 @@ func Format(w io.Writer, snap Snapshot) error {
 		p(" (lag %s)\n", duration(h.LagNanos))
 	}
 
-	p("\npartitions\tepoch\tqueued\tlast batch\ttimers\tstate\tevent watermark\n")
+	p("\npartitions\towner\tepoch\tqueued\tlast batch\ttimers\tstate\tevent watermark\n")
 	for _, pt := range snap.Partitions {
 		last := "-"
 		if pt.LastBatchAt > 0 {
@@ -72,8 +72,15 @@ func Format(w io.Writer, snap Snapshot) error {
 		if pt.Quarantine != "" {
 			q = " QUARANTINED"
 		}
-		p("  %s/p%d%s\t%d\t%d\t%s\t%d\t%d keys, %s\t%s\n", pt.Computation, pt.Partition, q, pt.Epoch, pt.Queued, last,
+		p("  %s/p%d%s\t%s\t%d\t%d\t%s\t%d\t%d keys, %s\t%s\n", pt.Computation, pt.Partition, q, pt.Owner, pt.Epoch, pt.Queued, last,
 			pt.PendingTimers, pt.StateKeys, bytesText(pt.StateBytes), wmText(pt.EventWatermark))
+	}
+
+	if len(snap.Progress) > 0 {
+		p("\nprogress\tdone\ttotal\tpercent\trate/s\teta\n")
+		for _, pr := range snap.Progress {
+			p("  %s %s\t%d\t%d\t%s\t%.1f\t%s\n", pr.Kind, pr.Name, pr.Done, pr.Total, percentText(pr.Done, pr.Total), pr.Rate, etaText(pr))
+		}
 	}
 
 	p("\ntenants\tweight\tcpu share\tworker time\tthrottled\tquota refusals\n")
@@ -96,6 +103,25 @@ func Format(w io.Writer, snap Snapshot) error {
 		}
 	}
 	return tw.Flush()
+}
+
+func percentText(done, total int64) string {
+	if total <= 0 {
+		return "100%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(min(done, total))/float64(total))
+}
+
+// etaText is the time left, "done" once finished, "-" while it cannot be
+// told (no progress over the rate window).
+func etaText(pr Progress) string {
+	switch {
+	case pr.Finished:
+		return "done"
+	case pr.ETANanos == nil:
+		return "-"
+	}
+	return time.Duration(*pr.ETANanos).Round(time.Second).String()
 }
 
 func wmText(wm *int64) string {

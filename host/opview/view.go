@@ -46,6 +46,9 @@ type Snapshot struct {
 	Tenants       []Tenant       `json:"tenants"`
 	DeadLetters   DeadLetters    `json:"dead_letters"`
 	WatermarkHold *WatermarkHold `json:"watermark_hold"`
+	// Progress is the long work of the run (replays, Kafka backlogs,
+	// savepoints), finished ones included, by kind and name.
+	Progress []Progress `json:"progress"`
 }
 
 // EndOfStream is the watermark of a stream that ended.
@@ -140,6 +143,10 @@ type Partition struct {
 	SystemWatermark *int64 `json:"system_watermark"`
 	// Quarantine is why the partition is quarantined; "" when it is not.
 	Quarantine string `json:"quarantine,omitempty"`
+	// Owner is the id of the host that runs the partition
+	// ([Config.HostID]). There is no cluster mode yet: one host runs
+	// every partition, so every partition names the same owner.
+	Owner string `json:"owner"`
 }
 
 // Quarantine is a quarantined partition and why.
@@ -195,6 +202,7 @@ type sample struct {
 	streamIn      map[string]int64
 	streamOut     map[string]int64
 	workerSeconds map[string]float64
+	progressDone  map[string]int64
 }
 
 // metricIndex gives the series of a gathered registry by name.
@@ -248,12 +256,12 @@ func (idx metricIndex) has(name, label, value string) bool {
 	return false
 }
 
-// build makes the snapshot of status and the gathered metrics at now,
+// build makes the snapshot, as host hostID sees it, of status and the gathered metrics at now,
 // with rates against the samples kept before it (oldest first).
-func build(pipe *spec.Pipeline, st runtime.Status, idx metricIndex, now time.Time, history []sample) (Snapshot, sample) {
+func build(pipe *spec.Pipeline, hostID string, st runtime.Status, idx metricIndex, now time.Time, history []sample) (Snapshot, sample) {
 	nowNs := now.UnixNano()
 	snap := Snapshot{APIVersion: APIVersion, Time: nowNs}
-	cur := sample{time: nowNs, streamIn: map[string]int64{}, streamOut: map[string]int64{}, workerSeconds: map[string]float64{}}
+	cur := sample{time: nowNs, streamIn: map[string]int64{}, streamOut: map[string]int64{}, workerSeconds: map[string]float64{}, progressDone: map[string]int64{}}
 	base := rateBase(history, nowNs)
 
 	// The graph.
@@ -345,7 +353,7 @@ func build(pipe *spec.Pipeline, st runtime.Status, idx metricIndex, now time.Tim
 		}
 		for _, p := range c.PartitionDetails {
 			snap.Partitions = append(snap.Partitions, Partition{Computation: c.Name, Tenant: c.Tenant, PartitionStatus: p, Quarantine: reasons[p.Partition],
-				EventWatermark: watermark(p.EventWatermark), SystemWatermark: watermark(p.SystemWatermark)})
+				EventWatermark: watermark(p.EventWatermark), SystemWatermark: watermark(p.SystemWatermark), Owner: hostID})
 			if p.EventWatermark == EndOfStream {
 				continue
 			}
@@ -419,6 +427,7 @@ func build(pipe *spec.Pipeline, st runtime.Status, idx metricIndex, now time.Tim
 		dl.Latest = []runtime.DeadLetterRecord{}
 	}
 	snap.DeadLetters = dl
+	snap.Progress = buildProgress(idx, nowNs, base, &cur)
 	return snap, cur
 }
 

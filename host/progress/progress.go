@@ -1,7 +1,8 @@
 // Package progress reports the progress of long-running work (replaying a
 // file, generating records) to a person: on a terminal as live bars drawn by
 // github.com/vbauerster/mpb/v8, elsewhere (logs, CI) as one slog info line
-// per counter every interval, with the count, the total and the rate.
+// per counter every interval, with the count, the total, the rate and,
+// when the total is known, the ETA at the average rate so far.
 //
 // Counting is one atomic add, so hot paths may call [Counter.Add] per
 // record; the display reads the counts on its own schedule.
@@ -178,10 +179,20 @@ func (r *Reporter) newBar(c *Counter, total int64) *mpb.Bar {
 		}
 		return fmt.Sprintf(" %.0f/s", float64(s.Current-c.base)/secs)
 	}, decor.WCSyncSpace)
+	eta := decor.Any(func(s decor.Statistics) string {
+		secs := time.Since(start).Seconds()
+		if secs <= 0 || s.Completed {
+			return ""
+		}
+		if e := ETA(s.Current, s.Total, float64(s.Current-c.base)/secs); e != nil {
+			return " eta " + time.Duration(*e).Round(time.Second).String()
+		}
+		return ""
+	}, decor.WCSyncSpace)
 	if total > 0 {
 		return r.bars.AddBar(total,
 			mpb.PrependDecorators(decor.Name(c.name, decor.WCSyncSpaceR), decor.CountersNoUnit("%d / %d", decor.WCSyncWidth)),
-			mpb.AppendDecorators(decor.Percentage(decor.WC{W: 5}), speed),
+			mpb.AppendDecorators(decor.Percentage(decor.WC{W: 5}), speed, eta),
 		)
 	}
 	return r.bars.AddSpinner(0,
@@ -288,11 +299,43 @@ func (r *Reporter) logCounter(c *Counter, now time.Time, msg string) {
 		if secs := now.Sub(c.start).Seconds(); secs > 0 {
 			attrs = append(attrs, slog.Float64("average_per_s", roundTo(float64(count-c.base)/secs, 1)))
 		}
+	} else if total := c.total.Load(); total > 0 {
+		// At the average rate of this run: steadier than the last
+		// interval's, and the display's only rate that has seen the
+		// whole of the work so far.
+		var avg float64
+		if secs := now.Sub(c.start).Seconds(); secs > 0 {
+			avg = float64(count-c.base) / secs
+		}
+		if eta := ETA(count, total, avg); eta != nil {
+			attrs = append(attrs, slog.Duration("eta", time.Duration(*eta).Round(time.Second)))
+		}
 	}
 	c.lastTime, c.lastCount = now, count
 	rec := slog.NewRecord(now, slog.LevelInfo, msg, 0)
 	rec.AddAttrs(attrs...)
 	_ = r.logger.Handler().Handle(context.Background(), rec)
+}
+
+// ETA is how long total-done more units take at rate units per second,
+// in nanoseconds: 0 when the work is finished (done reached total, which
+// work of total 0 has at once; a done past the total counts as finished),
+// nil when it cannot be told (a rate of zero or less, or one so low that
+// the wait overflows int64).
+func ETA(done, total int64, rate float64) *int64 {
+	if done >= total {
+		zero := int64(0)
+		return &zero
+	}
+	if !(rate > 0) {
+		return nil
+	}
+	ns := float64(total-done) / rate * float64(time.Second)
+	if ns >= math.MaxInt64 {
+		return nil
+	}
+	eta := int64(math.Ceil(ns))
+	return &eta
 }
 
 func roundTo(v float64, decimals int) float64 {

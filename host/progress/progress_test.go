@@ -38,9 +38,9 @@ func TestLogMode(t *testing.T) {
 	r.Close() // idempotent
 
 	want := []string{
-		`time=2024-05-01T12:00:10.000Z level=INFO msg=progress name=records count=150 total=1000 percent=15 rate_per_s=15`,
+		`time=2024-05-01T12:00:10.000Z level=INFO msg=progress name=records count=150 total=1000 percent=15 rate_per_s=15 eta=57s`,
 		`time=2024-05-01T12:00:10.000Z level=INFO msg=progress name=bytes count=4096 rate_per_s=409.6`,
-		`time=2024-05-01T12:00:15.000Z level=INFO msg=progress name=records count=200 total=1000 percent=20 rate_per_s=10`,
+		`time=2024-05-01T12:00:15.000Z level=INFO msg=progress name=records count=200 total=1000 percent=20 rate_per_s=10 eta=1m0s`,
 		`time=2024-05-01T12:00:15.000Z level=INFO msg=progress name=bytes count=4096 rate_per_s=0`,
 		`time=2024-05-01T12:00:20.000Z level=INFO msg="progress done" name=records count=1000 total=1000 percent=100 rate_per_s=160 average_per_s=50`,
 		`time=2024-05-01T12:00:20.000Z level=INFO msg="progress done" name=bytes count=4096 rate_per_s=0 average_per_s=204.8`,

@@ -60,5 +60,12 @@ func (r *Runtime) openKafkaSource(ss *spec.Source, resume []byte, reject func(co
 		Name: ss.Name, Group: k.Group, Metrics: r.metrics.kafka, Logger: r.log,
 		Format: connect.SourceFormat(ss.Format), EventTime: eventTimeSource(ss.EventTime),
 	}
+	var backlog *workCounter
+	cfg.Backlog = func(done, total int64, caughtUp bool) {
+		if backlog == nil {
+			backlog = r.work(WorkBacklog, ss.Name, total)
+		}
+		backlog.set(done, total, caughtUp)
+	}
 	return connect.NewKafkaSource(cfg)
 }

@@ -28,6 +28,7 @@ type metrics struct {
 	sinkRecords      *prometheus.CounterVec
 	backpressureNs   *prometheus.CounterVec
 	retained         prometheus.Counter
+	progress         progressGauges
 	sourceDuplicates *prometheus.CounterVec
 	storeBytes       prometheus.Gauge
 	batchRetries     *prometheus.CounterVec
@@ -191,6 +192,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Messages that reached a computation partition with an EventTimestamp below the event watermark it had reached (records of a source rejoining after it was idle, or later than out_of_orderness_bound): delivered and processed like any other, counted here.",
 	}, []string{"computation", "stream"})
 	reg.MustRegister(m.sourceIdlePartitions, m.streamIdle, m.lateMessages)
+	m.progress = newProgressGauges(reg)
 	reg.MustRegister(m.sourceThrottled, m.tenantSlotSeconds, m.tenantWaitSeconds, m.tenantRunning, m.quotaExceeded, m.reloads, m.commitSeconds, m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
 		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
 		m.bufferedBytes, m.sinkRecords, m.backpressureNs, m.batchRetries, m.quarantined)

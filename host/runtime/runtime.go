@@ -469,9 +469,11 @@ type options struct {
 	baseDir    string
 	stdout     io.Writer
 	progress   func(source string, p connect.FileProgress)
-	sourceCap  int64
-	store      *store.Store
-	replay     map[string]Replay
+	// workProgress is told how replays and Kafka backlogs advance.
+	workProgress func(WorkProgress)
+	sourceCap    int64
+	store        *store.Store
+	replay       map[string]Replay
 
 	// insecureListen lets HTTP endpoints serve plain HTTP on addresses
 	// that are not loopback (WithInsecureListen).

@@ -95,6 +95,12 @@ type sourceStream struct {
 	// count is the sum of the partitions' committed append offsets, and a
 	// record gets the partition it would have had without the restart.
 	roundRobin uint64 // guarded by mu
+
+	// A replay (--from) routes again the records from its start position
+	// to replayEnd, each partition's append offset when it started;
+	// replay counts them as they are routed (nil: no replay).
+	replayEnd []uint64
+	replay    *workCounter
 }
 
 type sourcePartition struct {
@@ -209,6 +215,10 @@ func (src *sourceStream) recover() ([]byte, error) {
 	if err := src.ensureIngestTimes(now); err != nil {
 		return nil, err
 	}
+	var replayTotal int64
+	if replaying {
+		src.replayEnd = make([]uint64, len(src.parts))
+	}
 	for i := range src.parts {
 		p := &src.parts[i]
 		ip, _, err := st.Ingest(name, i)
@@ -229,6 +239,10 @@ func (src *sourceStream) recover() ([]byte, error) {
 				return nil, err
 			}
 			r.log.Info("replaying a source partition", "source", src.spec.Name, "partition", i, "from", from, "to", ip.Next)
+			src.replayEnd[i] = ip.Next
+			if ip.Next > from {
+				replayTotal += int64(ip.Next - from)
+			}
 		}
 		unrouted := 0
 		err = st.SourceRecords(name, i, from, func(_ uint64, m *ordering.Message) error {
@@ -244,6 +258,9 @@ func (src *sourceStream) recover() ([]byte, error) {
 			r.log.Info("source partition resumed from its last commit", "source", src.spec.Name, "partition", i,
 				"appended", ip.Next, "routed", from, "to route", unrouted)
 		}
+	}
+	if replaying {
+		src.replay = r.work(WorkReplay, src.spec.Name, replayTotal)
 	}
 	if w, ok, err := st.SourceWatermarks(name); err != nil {
 		return nil, err
@@ -758,6 +775,19 @@ func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds [
 		src.mu.Unlock()
 		if err := r.metrics.commit("route", b); err != nil {
 			return fmt.Errorf("source %q: committing %d routed records: %w", src.spec.Name, len(group), err)
+		}
+	}
+	if src.replay != nil {
+		// Counted once committed: a replay interrupted before its commit
+		// routes those records again on the next run.
+		var replayed int64
+		for _, g := range group {
+			if g.m.ID.Root().Seq < src.replayEnd[g.part] {
+				replayed++
+			}
+		}
+		if replayed > 0 {
+			src.replay.add(replayed)
 		}
 	}
 	// Consecutive records of one source partition are delivered together:

@@ -142,6 +142,14 @@ func parseSavepointInfo(dir string, b []byte) (SavepointInfo, error) {
 // the store it holds (which no process may be using) is deleted first.
 // The savepoint itself is left as it was, and can be restored again.
 func RestoreSavepoint(savepoint, dataDir string, replace bool) (SavepointInfo, error) {
+	return RestoreSavepointProgress(savepoint, dataDir, replace, nil)
+}
+
+// RestoreSavepointProgress is [RestoreSavepoint] telling progress (nil:
+// no one) how far the copy has got: done of total bytes of the
+// savepoint's store, from 0 until done equals total once every file is
+// copied. It is called from the caller's goroutine.
+func RestoreSavepointProgress(savepoint, dataDir string, replace bool, progress func(done, total int64)) (SavepointInfo, error) {
 	info, err := ReadSavepoint(savepoint)
 	if err != nil {
 		return info, err
@@ -163,7 +171,7 @@ func RestoreSavepoint(savepoint, dataDir string, replace bool) (SavepointInfo, e
 	if err := os.RemoveAll(tmp); err != nil {
 		return info, dirError(dataDir, err)
 	}
-	if err := copyTree(filepath.Join(savepoint, "db"), tmp); err != nil {
+	if err := copyTree(filepath.Join(savepoint, "db"), tmp, progress); err != nil {
 		return info, fmt.Errorf("restoring savepoint %s into %s: %w", savepoint, dataDir, err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dataDir, "db")); err != nil {
@@ -205,45 +213,67 @@ func clearDataDir(dir string) error {
 }
 
 // copyTree copies the regular files of directory src (one level: a
-// pebble directory has no subdirectories) into a new directory dst.
-func copyTree(src, dst string) error {
+// pebble directory has no subdirectories) into a new directory dst,
+// telling progress (when set) the bytes copied of the files' sizes.
+func copyTree(src, dst string, progress func(done, total int64)) error {
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return err
 	}
-	if err := os.Mkdir(dst, 0o755); err != nil {
-		return err
-	}
+	var total int64
 	for _, e := range entries {
 		if !e.Type().IsRegular() {
 			return fmt.Errorf("%s: not a regular file", filepath.Join(src, e.Name()))
 		}
-		if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+		fi, err := e.Info()
+		if err != nil {
 			return err
+		}
+		total += fi.Size()
+	}
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	var done int64
+	if progress != nil {
+		progress(0, total)
+	}
+	for _, e := range entries {
+		n, err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()))
+		if err != nil {
+			return err
+		}
+		if done += n; progress != nil {
+			// A file that grew since it was measured (a savepoint is
+			// not written to, but nothing stops it) keeps done <= total.
+			total = max(total, done)
+			progress(done, total)
 		}
 	}
 	return syncDir(dst)
 }
 
-func copyFile(src, dst string) error {
+// copyFile copies src to a new file dst and returns the bytes copied.
+func copyFile(src, dst string) (int64, error) {
 	in, err := os.Open(src)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer in.Close()
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	n, err := io.Copy(out, in)
+	if err != nil {
 		_ = out.Close()
-		return err
+		return n, err
 	}
 	if err := out.Sync(); err != nil {
 		_ = out.Close()
-		return err
+		return n, err
 	}
-	return out.Close()
+	return n, out.Close()
 }
 
 func writeFileSync(path string, data []byte) error {

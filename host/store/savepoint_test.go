@@ -189,3 +189,39 @@ func FuzzParseSavepointInfo(f *testing.F) {
 		}
 	})
 }
+
+// A restore tells its progress in bytes of the savepoint's files: from 0,
+// never backwards, to the whole of them.
+func TestRestoreSavepointProgress(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, filepath.Join(dir, "data"))
+	require.NoError(t, s.Bind("shape"))
+	b := s.NewBatch()
+	b.SetState("c", 0, "a", []byte("value"))
+	require.NoError(t, b.Commit())
+	sp := filepath.Join(dir, "sp")
+	_, err := s.Savepoint(sp)
+	require.NoError(t, err)
+	var want int64
+	entries, err := os.ReadDir(filepath.Join(sp, "db"))
+	require.NoError(t, err)
+	for _, e := range entries {
+		fi, err := e.Info()
+		require.NoError(t, err)
+		want += fi.Size()
+	}
+	require.Positive(t, want)
+
+	var reports [][2]int64
+	_, err = RestoreSavepointProgress(sp, filepath.Join(dir, "restored"), false, func(done, total int64) {
+		reports = append(reports, [2]int64{done, total})
+	})
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{0, want}, reports[0])
+	require.Equal(t, [2]int64{want, want}, reports[len(reports)-1])
+	require.Len(t, reports, len(entries)+1, "one report per file copied")
+	for i := 1; i < len(reports); i++ {
+		require.GreaterOrEqual(t, reports[i][0], reports[i-1][0])
+		require.Equal(t, want, reports[i][1])
+	}
+}
