@@ -32,6 +32,8 @@ type Batch struct {
 	// them, before the next batch.
 	payloads []byte
 	parents  []uint32
+	// maxState is the configured typed state limit (0: the ABI's).
+	maxState int
 }
 
 // chunkSize is the size the batch's chunks grow by.
@@ -142,6 +144,7 @@ type Key struct {
 	out     abi.ResponseKey
 	current int // input being iterated, or -1
 	err     error
+	typed   *typedState // the typed cells, once a cell was used
 }
 
 // Key returns the key's canonical text; "" for an unkeyed computation.
@@ -173,6 +176,7 @@ func (k *Key) requireTransform(call string) {
 // with ok true. It panics in a map computation.
 func (k *Key) SetState(state []byte) {
 	k.requireTransform("SetState")
+	k.checkRawState("SetState")
 	k.out.StateOp = abi.StateReplace
 	k.out.State = append(make([]byte, 0, len(state)), state...)
 }
@@ -180,6 +184,7 @@ func (k *Key) SetState(state []byte) {
 // DeleteState deletes the key's state. It panics in a map computation.
 func (k *Key) DeleteState() {
 	k.requireTransform("DeleteState")
+	k.checkRawState("DeleteState")
 	k.out.StateOp = abi.StateDelete
 	k.out.State = nil
 }
@@ -408,6 +413,9 @@ func (b *Batch) response(failed error) *abi.Response {
 	}
 	resp := &abi.Response{Keys: make([]abi.ResponseKey, 0, len(b.keys))}
 	for i := range b.keys {
+		if ts := b.keys[i].typed; ts != nil && ts.finish != nil {
+			ts.finish(&b.keys[i])
+		}
 		if r, ok := b.keys[i].result(); ok {
 			resp.Keys = append(resp.Keys, r)
 		}

@@ -22,6 +22,12 @@ type Computation struct {
 	// drops everything the batch did; Key.Fail fails a single key instead.
 	// A panic is recovered, logged and reported as a guest failure.
 	Process func(b *Batch) error
+	// MaxStateBytes, when above 0, is the limit SaveState applies to a
+	// key's typed state; set it to the tenant's
+	// quotas.max_state_bytes_per_key. When 0, the parameter
+	// max_state_bytes_per_key (MaxStateParam) sets it, and without that
+	// the ABI's 16 MiB. A limit above 16 MiB is 16 MiB.
+	MaxStateBytes int
 }
 
 // Register makes c the module's computation. It panics when Process is nil

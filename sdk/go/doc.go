@@ -41,6 +41,13 @@
 // computation) and its per-message cost low. An Emit copies its payload
 // into memory shared by the batch's emits rather than allocating per emit.
 //
+// A key's state is one byte blob (Key.State, SetState). [Value], [List]
+// and [Map] layer named, typed cells on it, encoded with [JSON] or
+// sdk/go/statecbor's Codec; [SaveState] writes them once per key, refusing
+// with a *[QuotaError] a blob over the limit (Computation.MaxStateBytes,
+// the parameter max_state_bytes_per_key, or 16 MiB). sdk/JOINS.md gives
+// the format, which the Rust SDK shares byte for byte.
+//
 // Outside WebAssembly the package compiles too, so that a computation's
 // logic can be tested with go test; Log then writes to standard error.
 // abi/ABI.md in the flowhost repository specifies the wire format.

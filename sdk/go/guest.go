@@ -15,6 +15,7 @@ type guest struct {
 	comp        *Computation
 	initialized bool
 	outputs     []string // declared output streams, from the init envelope
+	maxState    int      // the typed state limit (0: the ABI's)
 	in          []byte   // the region flowhost_alloc handed out last
 	// out holds the envelope returned last; the host may read it until
 	// the next call, so it is only reset when that call starts.
@@ -120,6 +121,14 @@ func (g *guest) init(data []byte) (out []byte, status abi.Status) {
 		return nil, abi.StatusGuestFailure
 	}
 	g.outputs = in.OutputStreams
+	g.maxState = g.comp.MaxStateBytes
+	if g.maxState <= 0 {
+		n, err := stateLimitParam(newParams(in))
+		if err != nil {
+			return g.encode(&abi.InitResult{Error: errorText(err)})
+		}
+		g.maxState = n
+	}
 	if g.comp.Init != nil {
 		if err := g.comp.Init(newParams(in)); err != nil {
 			return g.encode(&abi.InitResult{Error: errorText(err)})
@@ -153,6 +162,7 @@ func (g *guest) process(data []byte) (out []byte, status abi.Status) {
 		return nil, abi.StatusBadRequest
 	}
 	b := newBatch(req, g.outputs)
+	b.maxState = g.maxState
 	b.payloads, b.parents = g.payloads[:0], g.parents[:0]
 	out, status = g.encode(b.response(g.comp.Process(b)))
 	g.payloads, g.parents = b.payloads[:0], b.parents[:0]

@@ -65,6 +65,7 @@ mod error;
 mod guest;
 mod log;
 mod params;
+mod state;
 mod window;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
@@ -77,6 +78,10 @@ pub use error::Error;
 pub use guest::{Guest, Status};
 pub use log::{log, Level};
 pub use params::{ParamError, Params, Value};
+pub use state::{
+    decode_typed_state, Cbor, Codec, Json, ListCell, MapCell, RawCell, StateError, TypedState, ValueCell,
+    ABI_MAX_STATE_BYTES, MAX_STATE_PARAM,
+};
 pub use window::{Aggregator, Window, WindowSpec, WindowStateError, Windows};
 
 /// What a guest module computes. The [`export!`] macro makes one value of

@@ -158,7 +158,7 @@ impl ParamError {
         ParamError { name: name.to_string(), problem: None }
     }
 
-    fn new(name: &str, problem: impl Into<String>) -> Self {
+    pub(crate) fn new(name: &str, problem: impl Into<String>) -> Self {
         ParamError { name: name.to_string(), problem: Some(problem.into()) }
     }
 
