@@ -60,14 +60,16 @@ const (
 	cxxGuest         = "cxx"
 	windowGuest      = "window-guest"
 	windowConcat     = "window-concat"
+	typedStateGuest  = "typed-state"
 )
 
 var guestSources = map[string][]string{
-	testGuest:    {"testdata/guest/main.c"},
-	windowCount:  {"examples/window-count/main.c"},
-	cxxGuest:     {"testdata/cxx/main.cc"},
-	windowGuest:  {"windowguest/main.c"},
-	windowConcat: {"testdata/windowconcat/main.c"},
+	testGuest:       {"testdata/guest/main.c"},
+	windowCount:     {"examples/window-count/main.c"},
+	cxxGuest:        {"testdata/cxx/main.cc"},
+	windowGuest:     {"windowguest/main.c"},
+	windowConcat:    {"testdata/windowconcat/main.c"},
+	typedStateGuest: {"testdata/typedstate/main.c"},
 }
 
 var (
@@ -85,7 +87,7 @@ func guestWasm(tb testing.TB, name string) []byte {
 	buildOnce.Do(func() {
 		shared := filepath.Join(workDir, "guests")
 		if _, err := os.Stat(filepath.Join(shared, "complete")); err == nil {
-			for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat} {
+			for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat, typedStateGuest} {
 				wasm, err := os.ReadFile(filepath.Join(shared, name+".wasm"))
 				if err != nil {
 					buildErr = err
