@@ -1,11 +1,14 @@
 package c_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -330,36 +333,43 @@ func TestTypedStateMatchesGo(t *testing.T) {
 	for _, l := range limits {
 		insts[l] = tsInstance(t, l)
 	}
-	cells := []string{"a", "b", "cc", "é", "long-cell-name"}
-	keys := []string{"x", "y", "zz", "", "\xff", "é"}
 	rapid.Check(t, func(rt *rapid.T) {
 		limit := rapid.SampledFrom(limits).Draw(rt, "limit")
-		genOp := rapid.Custom(func(t *rapid.T) tsOp {
-			return tsOp{op: rapid.SampledFrom([]byte("vvaappddcgGlmsx")).Draw(t, "op"),
-				cell: rapid.SampledFrom(cells).Draw(t, "cell"), key: rapid.SampledFrom(keys).Draw(t, "key"),
-				data: rapid.StringN(0, 30, -1).Draw(t, "data")}
-		})
-		var state []byte
-		has := false
-		for batch := range rapid.IntRange(1, 4).Draw(rt, "batches") {
-			var scripts [][]byte
-			for range rapid.IntRange(1, 3).Draw(rt, fmt.Sprintf("messages%d", batch)) {
-				scripts = append(scripts, tsScript(rapid.SliceOfN(genOp, 0, 12).Draw(rt, "ops")...))
-			}
-			r := tsBoth(rt, insts[limit], limit, tsRequest(state, has, scripts...))
-			if len(r.Keys) == 0 {
-				continue
-			}
-			switch r.Keys[0].StateOp {
-			case abi.StateReplace:
-				state, has = r.Keys[0].State, true
-				_, err := flowhost.DecodeTypedState(state)
-				require.NoError(rt, err)
-			case abi.StateDelete:
-				state, has = nil, false
-			}
-		}
+		tsRandomBatches(rt, insts[limit], limit)
 	})
+}
+
+// tsRandomBatches draws scripts over cells and map keys that collide, for
+// one to four batches of one key, each batch starting from the state the
+// previous one left.
+func tsRandomBatches(rt *rapid.T, inst engine.Instance, limit int64) {
+	cells := []string{"a", "b", "cc", "é", "long-cell-name"}
+	keys := []string{"x", "y", "zz", "", "\xff", "é"}
+	genOp := rapid.Custom(func(t *rapid.T) tsOp {
+		return tsOp{op: rapid.SampledFrom([]byte("vvaappddcgGlmsx")).Draw(t, "op"),
+			cell: rapid.SampledFrom(cells).Draw(t, "cell"), key: rapid.SampledFrom(keys).Draw(t, "key"),
+			data: rapid.StringN(0, 30, -1).Draw(t, "data")}
+	})
+	var state []byte
+	has := false
+	for batch := range rapid.IntRange(1, 4).Draw(rt, "batches") {
+		var scripts [][]byte
+		for range rapid.IntRange(1, 3).Draw(rt, fmt.Sprintf("messages%d", batch)) {
+			scripts = append(scripts, tsScript(rapid.SliceOfN(genOp, 0, 12).Draw(rt, "ops")...))
+		}
+		r := tsBoth(rt, inst, limit, tsRequest(state, has, scripts...))
+		if len(r.Keys) == 0 {
+			continue
+		}
+		switch r.Keys[0].StateOp {
+		case abi.StateReplace:
+			state, has = r.Keys[0].State, true
+			_, err := flowhost.DecodeTypedState(state)
+			require.NoError(rt, err)
+		case abi.StateDelete:
+			state, has = nil, false
+		}
+	}
 }
 
 // FuzzTypedStateDecoder feeds any blob to the C decoder and the Go one:
@@ -383,4 +393,41 @@ func FuzzTypedStateDecoder(f *testing.F) {
 	})
 }
 
-var _ = slices.Contains[[]string]
+// TestTypedStateNativeSanitizers runs random scripts and random blobs
+// through the typed state guest built natively with AddressSanitizer
+// (leaks included) and UndefinedBehaviorSanitizer, every response checked
+// against the Go SDK's.
+func TestTypedStateNativeSanitizers(t *testing.T) {
+	clang, err := exec.LookPath("clang")
+	require.NoError(t, err, "the sanitizer build needs clang: install clang and libclang-rt-dev (the ASan runtime)")
+	harness := filepath.Join(t.TempDir(), "harness")
+	cmd := exec.Command(clang, "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
+		"-g", "-O1", "-Wall", "-Wextra", "-Werror", "-I", ".", "-o", harness,
+		"testdata/native/harness.c", "flowhost.c", "cbor.c", "typed_state.c", "testdata/typedstate/main.c", "-lm")
+	output, err := cmd.CombinedOutput()
+	require.NoError(t, err, "clang -fsanitize=address,undefined:\n%s", output)
+	const limit = 60
+	run := exec.Command(harness)
+	run.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+	inst := &nativeInstance{cmd: run, stderr: &bytes.Buffer{}}
+	run.Stderr = inst.stderr
+	inst.stdin, err = run.StdinPipe()
+	require.NoError(t, err)
+	inst.stdout, err = run.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, run.Start())
+	b, err := abi.EncodeInit(tsInit(limit))
+	require.NoError(t, err)
+	res, err := inst.Init(context.Background(), b)
+	require.NoError(t, err)
+	require.Nil(t, res)
+	rapid.Check(t, func(rt *rapid.T) {
+		tsRandomBatches(rt, inst, limit)
+		blob := rapid.SliceOfN(rapid.Byte(), 0, 24).Draw(rt, "blob")
+		if rapid.Bool().Draw(rt, "map head") && len(blob) > 0 {
+			blob[0] = 0xa0 | blob[0]&3
+		}
+		tsBoth(rt, inst, limit, tsRequest(blob, true, tsScript(tsOp{op: 'g', cell: "a"}, tsOp{op: 'l', cell: "a"}, tsOp{op: 'm', cell: "a"})))
+	})
+	require.NoError(t, inst.Close(context.Background()))
+}
