@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,7 @@ import (
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/engine"
 	flowhost "github.com/flowhost/flowhost/sdk/go"
+	"github.com/flowhost/flowhost/sdk/go/statecbor"
 )
 
 // A typed state script is what testdata/typedstate/main.c runs for each
@@ -430,4 +432,46 @@ func TestTypedStateNativeSanitizers(t *testing.T) {
 		tsBoth(rt, inst, limit, tsRequest(blob, true, tsScript(tsOp{op: 'g', cell: "a"}, tsOp{op: 'l', cell: "a"}, tsOp{op: 'm', cell: "a"})))
 	})
 	require.NoError(t, inst.Close(context.Background()))
+}
+
+// TestTypedStateGolden replays the operations of sdk/go's goldenCases,
+// with the elements encoded by the Go codecs, in the C guest: it writes
+// the blobs of sdk/rust/tests/testdata/typed_state.golden, which the Go
+// SDK keeps equal to what it writes and the Rust SDK checks.
+func TestTypedStateGolden(t *testing.T) {
+	enc := func(c flowhost.Codec, v any) string {
+		b, err := c.Encode(v)
+		require.NoError(t, err)
+		return string(b)
+	}
+	j, cb := flowhost.JSON, statecbor.Codec
+	cases := map[string][]tsOp{
+		"value_json": {{op: 'v', cell: "total", data: enc(j, 42)}},
+		"value_cbor": {{op: 'v', cell: "name", data: enc(cb, "ada")}},
+		"list_json":  {{op: 'a', cell: "items", data: enc(j, "a")}, {op: 'a', cell: "items", data: enc(j, "b")}, {op: 'a', cell: "items", data: enc(j, "")}},
+		"map_cbor": {{op: 'p', cell: "seen", key: "zz", data: enc(cb, int64(1))}, {op: 'p', cell: "seen", key: "b", data: enc(cb, int64(-2))},
+			{op: 'p', cell: "seen", key: "aa", data: enc(cb, int64(300))}, {op: 'p', cell: "seen", key: "", data: enc(cb, int64(0))},
+			{op: 'd', cell: "seen", key: "b"}},
+		"mixed": {{op: 'v', cell: "total", data: enc(j, 7)}, {op: 'a', cell: "ts", data: enc(cb, int64(1_700_000_000_000_000_000))},
+			{op: 'p', cell: "tags", key: "env", data: enc(j, "prod")}, {op: 'v', cell: "a", data: enc(j, true)},
+			{op: 'v', cell: "gone", data: enc(j, 1)}, {op: 'c', cell: "gone"}},
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "rust", "tests", "testdata", "typed_state.golden"))
+	require.NoError(t, err)
+	inst := tsInstance(t, 0)
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, want, ok := strings.Cut(line, " ")
+		require.True(t, ok, line)
+		ops, ok := cases[name]
+		require.True(t, ok, "golden case %q has no C twin here", name)
+		r := tsBoth(t, inst, 0, tsRequest(nil, false, tsScript(ops...)))
+		require.Equal(t, abi.StateReplace, r.Keys[0].StateOp, name)
+		require.Equal(t, want, hex.EncodeToString(r.Keys[0].State), name)
+		seen++
+	}
+	require.Equal(t, len(cases), seen)
 }
