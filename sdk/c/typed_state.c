@@ -235,7 +235,8 @@ static int sfail(sdec *d, size_t off, void (*msg)(const void *), const void *arg
     m_str("typed state: byte ");
     m_u64(off);
     m_str(": ");
-    if (d->in_cell) {
+    /* As Go's StateError: a cell named "" is not named. */
+    if (d->in_cell && d->cell_len > 0) {
         m_str("cell ");
         fh__ts_quote(&T.msg, d->cell, d->cell_len);
         m_str(": ");
