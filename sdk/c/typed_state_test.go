@@ -475,3 +475,30 @@ func TestTypedStateGolden(t *testing.T) {
 	}
 	require.Equal(t, len(cases), seen)
 }
+
+// In a map computation typed state reads as empty and a write is misuse,
+// as a panic is in the Go SDK: the batch fails with status -2.
+func TestTypedStateInAMapComputation(t *testing.T) {
+	inst, logs := instance(t, typedStateGuest)
+	initWith(t, inst, "ts", abi.KindMap, nil, "out")
+	req := func(ops ...tsOp) *abi.Request {
+		r := tsRequest(nil, false, tsScript(ops...))
+		r.Kind = abi.KindMap
+		r.Keys[0].Key = ""
+		return r
+	}
+	b, err := abi.EncodeRequest(req(tsOp{op: 'g', cell: "a"}, tsOp{op: 'm', cell: "a"}))
+	require.NoError(t, err)
+	out, err := inst.Process(context.Background(), b)
+	require.NoError(t, err)
+	got, err := abi.DecodeResponse(out, abi.ResponseLimits{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"none", "map len=0"}, emits(got))
+	b, err = abi.EncodeRequest(req(tsOp{op: 'v', cell: "a", data: "1"}))
+	require.NoError(t, err)
+	_, err = inst.Process(context.Background(), b)
+	require.Equal(t, int64(-2), status(err), "%v", err)
+	require.Contains(t, logs.text(), "flowhost: fh_value_set in a map computation")
+	_, err = flowhost.Run(tsGo, &abi.Init{ABI: abi.Version, Computation: "ts", Kind: abi.KindMap, OutputStreams: []string{"out"}}, req(tsOp{op: 'v', cell: "a", data: "1"}))
+	require.ErrorIs(t, err, abi.StatusGuestFailure)
+}
