@@ -51,7 +51,7 @@ var (
 )
 
 // WriteSDK writes the SDK's header and source files (flowhost.h, cbor.h,
-// flowhost.c, cbor.c) into dir, which must exist, for projects that build
+// typed_state.h, flowhost.c, cbor.c, typed_state.c) into dir, which must exist, for projects that build
 // with their own build system.
 func WriteSDK(dir string) error {
 	for _, name := range append(append([]string{}, sdkHeaders...), sdkSources...) {

