@@ -979,14 +979,18 @@ const char *fh__ts_end(fh_key *k) {
         int rc = fh_save_state(k);
         if (rc != 0 && rc != FH_TS_MISUSE) {
             static const char prefix[] = "saving typed state at the end of the batch: ";
-            size_t n = strlen(T.err.msg);
             fh_cbor_writer w = {NULL, 0, 0, false};
             fh_cbor_put_raw(&w, prefix, sizeof prefix - 1);
-            fh_cbor_put_raw(&w, T.err.msg, n + 1);
-            T.msg.len = 0;
-            fh_cbor_put_raw(&T.msg, w.buf ? (const char *)w.buf : "", w.failed ? 1 : w.len);
-            fh_cbor_writer_free(&w);
-            fail = T.msg.failed ? "saving typed state at the end of the batch: out of memory" : (const char *)T.msg.buf;
+            fh_cbor_put_raw(&w, T.err.msg, strlen(T.err.msg) + 1);
+            if (w.failed) {
+                fh_cbor_writer_free(&w);
+                fail = "saving typed state at the end of the batch: out of memory";
+            } else {
+                /* The message becomes the SDK's buffer until the next call. */
+                fh_cbor_writer_free(&T.msg);
+                T.msg = w;
+                fail = (const char *)T.msg.buf;
+            }
         }
     }
     drop_cells();

@@ -40,19 +40,26 @@ const fh_ts_error *fh_ts_last_error(void);
 /* Cells are named by NUL-terminated text. The key's state is decoded on the
  * first use of any cell. Pointers handed out stay valid until the next write
  * to that cell, fh_save_state or fh_discard_state_changes, or the key's end. */
+/* fh_value_get: 1 with the value, 0 when there is none; fh_value_set
+ * copies the value in, creating the cell. */
 int fh_value_get(fh_key *k, const char *cell, const uint8_t **data, size_t *len);
 int fh_value_set(fh_key *k, const char *cell, const void *data, size_t len);
 
+/* fh_list_len sets *n to the number of elements (0 when no cell). */
 int fh_list_len(fh_key *k, const char *cell, size_t *n);
 /* fh_list_at: 1 with the element, 0 past the end (or no cell). */
 int fh_list_at(fh_key *k, const char *cell, size_t i, const uint8_t **data, size_t *len);
+/* fh_list_append copies the element to the end, creating the cell. */
 int fh_list_append(fh_key *k, const char *cell, const void *data, size_t len);
 
+/* fh_map_len sets *n to the number of entries; fh_map_get: 1 with the
+ * entry's value, 0 when there is none. */
 int fh_map_len(fh_key *k, const char *cell, size_t *n);
 int fh_map_get(fh_key *k, const char *cell, const char *key, size_t key_len, const uint8_t **data, size_t *len);
 /* fh_map_entry_at: the i-th entry in sorted (bytewise) key order; 1, or 0 past the end. */
 int fh_map_entry_at(fh_key *k, const char *cell, size_t i, const char **key, size_t *key_len, const uint8_t **data,
                     size_t *len);
+/* fh_map_put copies the entry in, creating the cell; the key must be UTF-8. */
 int fh_map_put(fh_key *k, const char *cell, const char *key, size_t key_len, const void *data, size_t len);
 /* fh_map_delete removes the entry; removing the last one removes the cell. */
 int fh_map_delete(fh_key *k, const char *cell, const char *key, size_t key_len);
