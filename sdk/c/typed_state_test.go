@@ -353,24 +353,44 @@ func tsRandomBatches(rt *rapid.T, inst engine.Instance, limit int64) {
 			cell: rapid.SampledFrom(cells).Draw(t, "cell"), key: rapid.SampledFrom(keys).Draw(t, "key"),
 			data: rapid.StringN(0, 30, -1).Draw(t, "data")}
 	})
-	var state []byte
-	has := false
+	// Several keys per request, each with its own state, so that one key's
+	// cells never show in the next key's.
+	type kstate struct {
+		state []byte
+		has   bool
+	}
+	states := map[string]*kstate{}
+	names := []string{"k", "j", "h"}
 	for batch := range rapid.IntRange(1, 4).Draw(rt, "batches") {
-		var scripts [][]byte
-		for range rapid.IntRange(1, 3).Draw(rt, fmt.Sprintf("messages%d", batch)) {
-			scripts = append(scripts, tsScript(rapid.SliceOfN(genOp, 0, 12).Draw(rt, "ops")...))
+		req := &abi.Request{ABI: abi.Version, Computation: "ts", Kind: abi.KindTransform}
+		for _, name := range names[:rapid.IntRange(1, len(names)).Draw(rt, fmt.Sprintf("keys%d", batch))] {
+			ks := states[name]
+			if ks == nil {
+				ks = &kstate{}
+				states[name] = ks
+			}
+			var scripts [][]byte
+			for range rapid.IntRange(1, 3).Draw(rt, "messages") {
+				scripts = append(scripts, tsScript(rapid.SliceOfN(genOp, 0, 12).Draw(rt, "ops")...))
+			}
+			rk := tsRequest(ks.state, ks.has, scripts...).Keys[0]
+			rk.Key = name
+			for i := range rk.Messages {
+				rk.Messages[i].ID = name + rk.Messages[i].ID
+			}
+			req.Keys = append(req.Keys, rk)
 		}
-		r := tsBoth(rt, inst, limit, tsRequest(state, has, scripts...))
-		if len(r.Keys) == 0 {
-			continue
-		}
-		switch r.Keys[0].StateOp {
-		case abi.StateReplace:
-			state, has = r.Keys[0].State, true
-			_, err := flowhost.DecodeTypedState(state)
-			require.NoError(rt, err)
-		case abi.StateDelete:
-			state, has = nil, false
+		r := tsBoth(rt, inst, limit, req)
+		for _, rk := range r.Keys {
+			ks := states[rk.Key]
+			switch rk.StateOp {
+			case abi.StateReplace:
+				ks.state, ks.has = rk.State, true
+				_, err := flowhost.DecodeTypedState(rk.State)
+				require.NoError(rt, err)
+			case abi.StateDelete:
+				ks.state, ks.has = nil, false
+			}
 		}
 	}
 }
