@@ -19,6 +19,7 @@ import (
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/engine"
+	c "github.com/flowhost/flowhost/sdk/c"
 	flowhost "github.com/flowhost/flowhost/sdk/go"
 	"github.com/flowhost/flowhost/sdk/go/statecbor"
 )
@@ -545,4 +546,43 @@ func cQuotePrintable(r rune) bool {
 		}
 	}
 	return true
+}
+
+// TestTypedStateReadmeExample builds the example of README.md's typed
+// state section and runs it: the state it leaves is typed state with the
+// cells the example describes.
+func TestTypedStateReadmeExample(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	section := string(readme)[strings.Index(string(readme), "### Typed state cells"):]
+	_, code, ok := strings.Cut(section, "For example:\n\n```c\n")
+	require.True(t, ok, "no example in the typed state section")
+	code, _, _ = strings.Cut(code, "```")
+	dir := t.TempDir()
+	src, out := filepath.Join(dir, "main.c"), filepath.Join(dir, "example.wasm")
+	require.NoError(t, os.WriteFile(src, []byte(code), 0o644))
+	require.NoError(t, c.Build([]string{src}, out))
+	wasm, err := os.ReadFile(out)
+	require.NoError(t, err)
+	ctx := context.Background()
+	e, err := engine.NewWazero(ctx, engine.NewConfig())
+	require.NoError(t, err)
+	defer e.Close(ctx)
+	m, err := e.Compile(ctx, "readme-example", wasm)
+	require.NoError(t, err)
+	inst, err := m.Instantiate(ctx, engine.NewInstanceConfig())
+	require.NoError(t, err)
+	initWith(t, inst, "ex", abi.KindTransform, nil, "out")
+	req := &abi.Request{ABI: abi.Version, Computation: "ex", Kind: abi.KindTransform, Keys: []abi.RequestKey{{Key: "k",
+		Messages: []abi.Message{{ID: "1", Stream: "a", Payload: []byte("x")}, {ID: "2", Stream: "a", Payload: []byte("y")}}}}}
+	b, err := abi.EncodeRequest(req)
+	require.NoError(t, err)
+	res, err := inst.Process(ctx, b)
+	require.NoError(t, err)
+	resp, err := abi.DecodeResponse(res, abi.ResponseLimits{})
+	require.NoError(t, err)
+	require.Len(t, resp.Keys, 1)
+	cells, err := flowhost.DecodeTypedState(resp.Keys[0].State)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"last": map[string][]byte{"a": []byte("y")}, "all": [][]byte{[]byte("x"), []byte("y")}}, cells)
 }
