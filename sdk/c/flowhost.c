@@ -442,11 +442,11 @@ static bool usable(const fh_key *k, const char *fn) {
     return true;
 }
 
-/* Typed state (typed_state.c) is optional: these are NULL when it is not
- * linked in. */
-extern void fh__ts_begin(void) __attribute__((weak));
-extern const char *fh__ts_end(fh_key *k) __attribute__((weak));
-extern bool fh__ts_raw(fh_key *k) __attribute__((weak));
+/* Typed state (typed_state.c) sets these on the first use of a cell, so
+ * that a guest that never uses it links none of it (about 5 KB). */
+void (*fh__ts_begin)(void);
+const char *(*fh__ts_end)(fh_key *k);
+bool (*fh__ts_raw)(fh_key *k);
 
 static bool require_transform(const char *fn);
 

@@ -5,8 +5,9 @@
 
 /* Typed state cells: a port of sdk/go/typed_state.go, same blob, same
  * error texts. The cells of the key being processed live here; flowhost.c
- * calls the fh__ts_* hooks at a key's start and end and before a raw state
- * write (weakly, so a build without this file works unchanged). */
+ * calls the hooks set on the first use of a cell at a key's start and end
+ * and before a raw state write, so a guest that never uses a cell links
+ * none of this file. */
 #include "typed_state.h"
 
 #include <stdlib.h>
@@ -14,7 +15,14 @@
 
 #include "cbor.h"
 
-/* From flowhost.c. */
+/* From flowhost.c: the hooks it calls, set on the first use of a cell. */
+extern void (*fh__ts_begin)(void);
+extern const char *(*fh__ts_end)(fh_key *k);
+extern bool (*fh__ts_raw)(fh_key *k);
+static void hook_begin(void);
+static const char *hook_end(fh_key *k);
+static bool hook_raw(fh_key *k);
+
 bool fh__ts_usable(const fh_key *k, const char *fn, bool write);
 void fh__ts_quote(fh_cbor_writer *w, const void *s, size_t n);
 int fh__ts_misuse(const char *text);
@@ -534,6 +542,9 @@ static int load(fh_key *k) {
     if (T.key == k) {
         return 0;
     }
+    fh__ts_begin = hook_begin;
+    fh__ts_end = hook_end;
+    fh__ts_raw = hook_raw;
     drop_cells();
     const uint8_t *blob;
     size_t len;
@@ -968,12 +979,12 @@ int fh_state_limit_param(fh_params *p) {
 
 /* ---- hooks called by flowhost.c ---- */
 
-/* fh__ts_begin forgets the previous key's cells. */
-void fh__ts_begin(void) { drop_cells(); }
+/* hook_begin forgets the previous key's cells. */
+static void hook_begin(void) { drop_cells(); }
 
-/* fh__ts_end saves what flowhost_process_key left unsaved; the text of a
+/* hook_end saves what flowhost_process_key left unsaved; the text of a
  * failure, which fails the key, or NULL. */
-const char *fh__ts_end(fh_key *k) {
+static const char *hook_end(fh_key *k) {
     const char *fail = NULL;
     if (T.key == k && T.dirty) {
         int rc = fh_save_state(k);
@@ -997,9 +1008,9 @@ const char *fh__ts_end(fh_key *k) {
     return fail;
 }
 
-/* fh__ts_raw is called before a raw state write: false (misuse) over
+/* hook_raw is called before a raw state write: false (misuse) over
  * unsaved cells; else the next typed use reads the new state. */
-bool fh__ts_raw(fh_key *k) {
+static bool hook_raw(fh_key *k) {
     if (T.saving) {
         return true;
     }
