@@ -586,3 +586,24 @@ func TestTypedStateReadmeExample(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"last": map[string][]byte{"a": []byte("y")}, "all": [][]byte{[]byte("x"), []byte("y")}}, cells)
 }
+
+// The limit parameter is refused at start with the Go SDK's text.
+func TestTypedStateLimitParameterRefused(t *testing.T) {
+	for _, v := range []any{"big", int64(0), int64(-5), true} {
+		t.Run(fmt.Sprint(v), func(t *testing.T) {
+			in := tsInit(0)
+			in.Parameters = map[string]any{flowhost.MaxStateParam: v}
+			_, goErr := flowhost.Run(tsGo, in, &abi.Request{ABI: abi.Version, Computation: "ts", Kind: abi.KindTransform})
+			require.Error(t, goErr)
+			inst, _ := instance(t, typedStateGuest)
+			b, err := abi.EncodeInit(in)
+			require.NoError(t, err)
+			res, err := inst.Init(context.Background(), b)
+			require.NoError(t, err)
+			r, err := abi.DecodeInitResult(res)
+			require.NoError(t, err)
+			require.NotEmpty(t, r.Error)
+			require.Contains(t, goErr.Error(), r.Error)
+		})
+	}
+}
