@@ -443,7 +443,7 @@ static bool usable(const fh_key *k, const char *fn) {
 }
 
 /* Typed state (typed_state.c) sets these on the first use of a cell, so
- * that a guest that never uses it links none of it (about 5 KB). */
+ * that a guest that never uses a cell links none of it. */
 void (*fh__ts_begin)(void);
 const char *(*fh__ts_end)(fh_key *k);
 bool (*fh__ts_raw)(fh_key *k);
@@ -457,8 +457,6 @@ bool fh__ts_usable(const fh_key *k, const char *fn, bool write) {
 
 /* fh__ts_misuse reports misuse that is not about the key. */
 int fh__ts_misuse(const char *text) { return usage(text); }
-
-
 
 /* fh__ts_quote quotes as Go's strconv.Quote, for typed state's errors. */
 void fh__ts_quote(fh_cbor_writer *w, const void *s, size_t n) { tb_quote(w, s, n); }
