@@ -134,7 +134,8 @@ static bool dup(buf *b, const void *p, size_t n) {
 }
 
 static int bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
-    int c = memcmp(a, b, an < bn ? an : bn);
+    size_t m = an < bn ? an : bn;
+    int c = m ? memcmp(a, b, m) : 0; /* an empty key may be NULL */
     if (c != 0) {
         return c;
     }
@@ -712,6 +713,9 @@ int fh_map_len(fh_key *k, const char *name, size_t *n) {
 int fh_map_get(fh_key *k, const char *name, const char *key, size_t key_len, const uint8_t **data, size_t *len) {
     cell *c;
     out(data, len, NULL);
+    if (key == NULL && key_len > 0) {
+        return fh__ts_misuse("flowhost: fh_map_get with a NULL key and a length");
+    }
     int rc = cell_of(k, "fh_map_get", false, name, KIND_MAP, &c, NULL);
     if (rc || c == NULL) {
         return rc;
@@ -808,6 +812,9 @@ int fh_map_put(fh_key *k, const char *name, const char *key, size_t key_len, con
 int fh_map_delete(fh_key *k, const char *name, const char *key, size_t key_len) {
     cell *c;
     size_t at;
+    if (key == NULL && key_len > 0) {
+        return fh__ts_misuse("flowhost: fh_map_delete with a NULL key and a length");
+    }
     int rc = cell_of(k, "fh_map_delete", true, name, KIND_MAP, &c, &at);
     if (rc || c == NULL) {
         return rc;
