@@ -24,13 +24,13 @@ import (
 	"strings"
 )
 
-//go:embed flowhost.h flowhost.c cbor.h cbor.c conformance/main.c windowguest/main.c
+//go:embed flowhost.h flowhost.c cbor.h cbor.c typed_state.h typed_state.c conformance/main.c windowguest/main.c
 var files embed.FS
 
 // sdkHeaders and sdkSources are the SDK's files a guest is compiled with.
 var (
-	sdkHeaders = []string{"flowhost.h", "cbor.h"}
-	sdkSources = []string{"flowhost.c", "cbor.c"}
+	sdkHeaders = []string{"flowhost.h", "cbor.h", "typed_state.h"}
+	sdkSources = []string{"flowhost.c", "cbor.c", "typed_state.c"}
 )
 
 // Toolchain names the Debian packages a C guest build needs; CxxToolchain
@@ -51,7 +51,7 @@ var (
 )
 
 // WriteSDK writes the SDK's header and source files (flowhost.h, cbor.h,
-// flowhost.c, cbor.c) into dir, which must exist, for projects that build
+// typed_state.h, flowhost.c, cbor.c, typed_state.c) into dir, which must exist, for projects that build
 // with their own build system.
 func WriteSDK(dir string) error {
 	for _, name := range append(append([]string{}, sdkHeaders...), sdkSources...) {

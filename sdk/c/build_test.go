@@ -72,6 +72,8 @@ func ExampleWriteSDK() {
 	// cbor.h
 	// flowhost.c
 	// flowhost.h
+	// typed_state.c
+	// typed_state.h
 }
 
 func ExampleBuild() {

@@ -61,15 +61,17 @@ const (
 	windowGuest      = "window-guest"
 	windowConcat     = "window-concat"
 	joinGuest        = "join-guest"
+	typedStateGuest  = "typed-state"
 )
 
 var guestSources = map[string][]string{
-	testGuest:    {"testdata/guest/main.c"},
-	windowCount:  {"examples/window-count/main.c"},
-	cxxGuest:     {"testdata/cxx/main.cc"},
-	windowGuest:  {"windowguest/main.c"},
-	windowConcat: {"testdata/windowconcat/main.c"},
-	joinGuest:    {"testdata/joinguest/main.c"},
+	testGuest:       {"testdata/guest/main.c"},
+	windowCount:     {"examples/window-count/main.c"},
+	cxxGuest:        {"testdata/cxx/main.cc"},
+	windowGuest:     {"windowguest/main.c"},
+	windowConcat:    {"testdata/windowconcat/main.c"},
+	joinGuest:       {"testdata/joinguest/main.c"},
+	typedStateGuest: {"testdata/typedstate/main.c"},
 }
 
 var (
@@ -87,7 +89,7 @@ func guestWasm(tb testing.TB, name string) []byte {
 	buildOnce.Do(func() {
 		shared := filepath.Join(workDir, "guests")
 		if _, err := os.Stat(filepath.Join(shared, "complete")); err == nil {
-			for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat, joinGuest} {
+			for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat, joinGuest, typedStateGuest} {
 				wasm, err := os.ReadFile(filepath.Join(shared, name+".wasm"))
 				if err != nil {
 					buildErr = err

@@ -443,6 +443,25 @@ static bool usable(const fh_key *k, const char *fn) {
     return true;
 }
 
+/* Typed state (typed_state.c) sets these on the first use of a cell, so
+ * that a guest that never uses a cell links none of it. */
+void (*fh__ts_begin)(void);
+const char *(*fh__ts_end)(fh_key *k);
+bool (*fh__ts_raw)(fh_key *k);
+
+static bool require_transform(const char *fn);
+
+/* fh__ts_usable lets typed_state.c refuse misuse the way the key API does. */
+bool fh__ts_usable(const fh_key *k, const char *fn, bool write) {
+    return usable(k, fn) && (!write || require_transform(fn));
+}
+
+/* fh__ts_misuse reports misuse that is not about the key. */
+int fh__ts_misuse(const char *text) { return usage(text); }
+
+/* fh__ts_quote quotes as Go's strconv.Quote, for typed state's errors. */
+void fh__ts_quote(fh_cbor_writer *w, const void *s, size_t n) { tb_quote(w, s, n); }
+
 static bool require_transform(const char *fn) {
     if (g.batch.is_map) {
         fh_cbor_writer *m = msg_begin();
@@ -1546,6 +1565,9 @@ int fh_entry_init(const void *ptr, int32_t len, const uint8_t **out, size_t *out
 /* begin_key makes k the key being processed, with no effects yet. */
 static void begin_key(fh_key *k) {
     g.active = k;
+    if (fh__ts_begin != NULL) {
+        fh__ts_begin();
+    }
     k->next_timer = k->next_message = 0;
     k->current = -1;
     k->failed = false;
@@ -1685,6 +1707,12 @@ int fh_entry_process(const void *ptr, int32_t len, const uint8_t **out, size_t *
         fh_key *k = &keys[i];
         begin_key(k);
         int user = flowhost_process_key(k);
+        if (fh__ts_end != NULL && user == 0 && !k->failed && !g.fatal && !g.batch_failed) {
+            const char *fail = fh__ts_end(k);
+            if (fail != NULL) {
+                fh_fail_key(k, fail);
+            }
+        }
         g.active = NULL;
         if (g.fatal) {
             return -2;
@@ -1813,6 +1841,9 @@ int fh_set_state(fh_key *k, const void *data, size_t len) {
     if (!usable(k, "fh_set_state") || !require_transform("fh_set_state")) {
         return -1;
     }
+    if (fh__ts_raw != NULL && !fh__ts_raw(k)) {
+        return usage("flowhost: fh_set_state with unsaved typed state changes; call fh_save_state or fh_discard_state_changes first");
+    }
     if (data == NULL && len > 0) {
         return usage("flowhost: fh_set_state with NULL data and a length");
     }
@@ -1840,6 +1871,9 @@ int fh_set_state(fh_key *k, const void *data, size_t len) {
 int fh_delete_state(fh_key *k) {
     if (!usable(k, "fh_delete_state") || !require_transform("fh_delete_state")) {
         return -1;
+    }
+    if (fh__ts_raw != NULL && !fh__ts_raw(k)) {
+        return usage("flowhost: fh_delete_state with unsaved typed state changes; call fh_save_state or fh_discard_state_changes first");
     }
     g.op = STATE_DELETE;
     g.state.len = 0;
