@@ -3233,6 +3233,10 @@ int fh_interval_join_init(fh_interval_join *j, const char *left, const char *rig
     if (lower > upper) {
         return join_misuse("flowhost: fh_interval_join_init needs lower <= upper");
     }
+    if (lower == INT64_MIN) {
+        // -lower must exist for a right record's expiry.
+        return join_misuse("flowhost: fh_interval_join_init needs lower > INT64_MIN");
+    }
     if (f == NULL || f->join == NULL) {
         return join_misuse("flowhost: fh_interval_join_init needs a join function");
     }
@@ -3355,6 +3359,83 @@ static bool join_in_range(const fh_interval_join *j, int64_t tl, int64_t tr) {
     return j->lower <= d && d <= j->upper;
 }
 
+// triggers is a growable list of expiry triggers.
+typedef struct {
+    int64_t *v;
+    size_t n, cap;
+} triggers;
+
+static bool triggers_add(triggers *t, int64_t x) {
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 8;
+        int64_t *v = realloc(t->v, cap * sizeof *v);
+        if (v == NULL) {
+            return false;
+        }
+        t->v = v, t->cap = cap;
+    }
+    t->v[t->n++] = x;
+    return true;
+}
+
+static bool triggers_has(const triggers *t, int64_t x) {
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->v[i] == x) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int cmp_int64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+// interval_set_timers sets the timer of each touched trigger with the event
+// time it must hold the output watermark at: the oldest held record of that
+// expiry that has not matched (sdk/go/join.go, setTimers). A timer from an
+// earlier call (in reset) is cancelled first, since the host keeps the
+// smallest event time of one trigger; setting it again at the same trigger
+// does not move where it fires.
+static int interval_set_timers(fh_interval_join *j, fh_key *k, const held_list *held, triggers *touched,
+                               const triggers *reset) {
+    if (touched->n > 1) {
+        qsort(touched->v, touched->n, sizeof *touched->v, cmp_int64);
+    }
+    for (size_t i = 0; i < touched->n; i++) {
+        int64_t trigger = touched->v[i];
+        if (i > 0 && touched->v[i - 1] == trigger) {
+            continue;
+        }
+        if (triggers_has(reset, trigger) && fh_cancel_timer(k, trigger) != 0) {
+            return -1;
+        }
+        int64_t hold = 0;
+        bool holds = false;
+        for (size_t h = 0; h < held->n; h++) {
+            const held_record *r = &held->r[h];
+            if (!r->matched && join_expiry(j, r) == trigger && (!holds || r->rec.event_ts < hold)) {
+                hold = r->rec.event_ts, holds = true;
+            }
+        }
+        int rc;
+        if (holds) {
+            fh_timer_opts topts = {.has_event_ts = true, .event_ts = hold};
+            rc = fh_set_timer_with(k, trigger, &topts);
+        } else {
+            rc = fh_set_timer(k, trigger); // event_ts = trigger: in the future, it holds nothing back
+        }
+        if (rc != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int interval_messages(fh_interval_join *j, fh_key *k, held_list *held, bool *changed, fh_cbor_writer *out,
+                             triggers *touched, triggers *reset);
+
 static int interval_run(fh_interval_join *j, fh_key *k, held_list *held, bool *changed, fh_cbor_writer *out) {
     const fh_timer *t;
     while ((t = fh_next_timer(k)) != NULL) {
@@ -3386,6 +3467,21 @@ static int interval_run(fh_interval_join *j, fh_key *k, held_list *held, bool *c
         }
         held->n = kept;
     }
+    // touched are the expiry triggers whose hold this call changed; reset
+    // those of them that have a timer from an earlier call.
+    triggers touched = {0}, reset = {0};
+    int rc = interval_messages(j, k, held, changed, out, &touched, &reset);
+    if (rc == 0 && interval_set_timers(j, k, held, &touched, &reset) != 0) {
+        fh_clear_current(k);
+        rc = -1;
+    }
+    free(touched.v);
+    free(reset.v);
+    return rc;
+}
+
+static int interval_messages(fh_interval_join *j, fh_key *k, held_list *held, bool *changed, fh_cbor_writer *out,
+                             triggers *touched, triggers *reset) {
     const fh_message *m;
     while ((m = fh_next_message(k)) != NULL) {
         bool right;
@@ -3408,6 +3504,13 @@ static int interval_run(fh_interval_join *j, fh_key *k, held_list *held, bool *c
             fh_join_pair p = {.left = right ? h->rec : n.rec, .right = right ? n.rec : h->rec};
             if (!join_in_range(j, p.left.event_ts, p.right.event_ts)) {
                 continue;
+            }
+            if (!h->matched) {
+                if (!triggers_add(touched, join_expiry(j, h)) ||
+                    (h->rec.input < 0 && !triggers_add(reset, join_expiry(j, h)))) { // its pending timer still holds h's time
+                    fh_clear_current(k);
+                    return -1;
+                }
             }
             h->matched = n.matched = true;
             uint32_t parents[2] = {m->input, 0};
@@ -3440,15 +3543,7 @@ static int interval_run(fh_interval_join *j, fh_key *k, held_list *held, bool *c
         }
         *x = n;
         *changed = true;
-        int64_t trigger = join_expiry(j, x);
-        int64_t oldest = n.rec.event_ts;
-        for (size_t i = 0; i < held->n; i++) {
-            if (join_expiry(j, &held->r[i]) == trigger && held->r[i].rec.event_ts < oldest) {
-                oldest = held->r[i].rec.event_ts;
-            }
-        }
-        fh_timer_opts topts = {.has_event_ts = true, .event_ts = oldest};
-        if (fh_set_timer_with(k, trigger, &topts) != 0) {
+        if (!triggers_add(touched, join_expiry(j, x))) {
             fh_clear_current(k);
             return -1;
         }
