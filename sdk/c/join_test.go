@@ -441,18 +441,27 @@ func TestJoinCallbackFailureFailsTheKey(t *testing.T) {
 }
 
 // TestJoinInitRefusesBadBounds checks fh_interval_join_init refuses
-// lower > upper (the Go helper panics), so the guest's Init fails.
+// lower > upper and lower = INT64_MIN (the Go helper panics on both), so
+// the guest's Init fails.
 func TestJoinInitRefusesBadBounds(t *testing.T) {
-	inst, logs := instance(t, joinGuest)
-	b, err := abi.EncodeInit(&abi.Init{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform,
-		Parameters: map[string]any{"kind": "interval", "lower_ns": 5, "upper_ns": 4, "expired_fn": false}, OutputStreams: intervalOutputs})
-	require.NoError(t, err)
-	res, err := inst.Init(context.Background(), b)
-	require.NoError(t, err)
-	r, err := abi.DecodeInitResult(res)
-	require.NoError(t, err)
-	require.Equal(t, "setting up the interval join failed", r.Error)
-	require.Contains(t, logs.text(), "fh_interval_join_init needs lower <= upper")
+	for _, tc := range []struct {
+		lower, upper int64
+		want         string
+	}{
+		{5, 4, "fh_interval_join_init needs lower <= upper"},
+		{math.MinInt64, 0, "fh_interval_join_init needs lower > INT64_MIN"},
+	} {
+		inst, logs := instance(t, joinGuest)
+		b, err := abi.EncodeInit(&abi.Init{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform,
+			Parameters: map[string]any{"kind": "interval", "lower_ns": tc.lower, "upper_ns": tc.upper, "expired_fn": false}, OutputStreams: intervalOutputs})
+		require.NoError(t, err)
+		res, err := inst.Init(context.Background(), b)
+		require.NoError(t, err)
+		r, err := abi.DecodeInitResult(res)
+		require.NoError(t, err)
+		require.Equal(t, "setting up the interval join failed", r.Error)
+		require.Contains(t, logs.text(), tc.want)
+	}
 }
 
 // TestIntervalJoinScenario spells out one batch and the timer after it:
