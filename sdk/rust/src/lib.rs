@@ -63,6 +63,7 @@ mod cbor;
 mod envelope;
 mod error;
 mod guest;
+mod key_fields;
 mod log;
 mod params;
 mod state;
@@ -76,6 +77,7 @@ pub use batch::{
 };
 pub use error::Error;
 pub use guest::{Guest, Status};
+pub use key_fields::{parse_key, KeyError, KeyFields};
 pub use log::{log, Level};
 pub use params::{ParamError, Params, Value};
 pub use state::{
