@@ -2,6 +2,7 @@ package rust_test
 
 import (
 	"bufio"
+	"context"
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flowhost/flowhost/abi"
 	flowhost "github.com/flowhost/flowhost/sdk/go"
 	"github.com/flowhost/flowhost/sdk/rust"
 )
@@ -180,6 +182,35 @@ func TestParseKeyLikeGo(t *testing.T) {
 		want := goKeyLine(c)
 		if want != lines[i] {
 			t.Errorf("key %.80q names %q:\n rust %s\n   go %s", c.key, c.names, decodeKeyLine(lines[i]), decodeKeyLine(want))
+		}
+	}
+}
+
+// TestParseKeyGuestLikeGo runs the table through the test guest's script
+// "keyfields" compiled to WebAssembly and run by the host's engine: each
+// case is a key with one message naming the fields, answered by an emit.
+func TestParseKeyGuestLikeGo(t *testing.T) {
+	inst := instantiate(t, compiledModule(t, "testguest"))
+	initWith(t, inst, &abi.Init{ABI: abi.Version, Computation: "keyfields", Kind: abi.KindTransform,
+		Parameters: map[string]any{"script": "keyfields"}, OutputStreams: []string{"out"}})
+	for _, c := range keyTable {
+		names := make([]string, len(c.names))
+		for i, n := range c.names {
+			names[i] = hex.EncodeToString([]byte(n))
+		}
+		req := &abi.Request{ABI: abi.Version, Computation: "keyfields", Kind: abi.KindTransform, Epoch: 1,
+			Keys: []abi.RequestKey{{Key: c.key, Messages: []abi.Message{{ID: "m", Stream: "in", Payload: []byte(strings.Join(names, ","))}}}}}
+		b, err := abi.EncodeRequest(req)
+		require.NoError(t, err)
+		raw, err := inst.Process(context.Background(), b)
+		require.NoError(t, err)
+		resp, err := abi.DecodeResponse(raw, abi.ResponseLimits{})
+		require.NoError(t, err)
+		require.NoError(t, abi.ValidateResponse(resp, req, []string{"out"}))
+		require.Len(t, resp.Keys, 1)
+		require.Len(t, resp.Keys[0].Emits, 1, "key %.80q: %s", c.key, resp.Keys[0].Error)
+		if got, want := string(resp.Keys[0].Emits[0].Payload), goKeyLine(c); got != want {
+			t.Errorf("key %.80q names %q:\n rust %s\n   go %s", c.key, c.names, decodeKeyLine(got), decodeKeyLine(want))
 		}
 	}
 }
