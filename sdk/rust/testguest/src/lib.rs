@@ -65,23 +65,17 @@ impl Computation for Golden {
                 }
                 Ok(())
             }),
-            "state_create" | "state_replace" | "state_delete" | "init_parameters" => {
-                batch.for_each_key(counter)
-            }
+            "state_create" | "state_replace" | "state_delete" | "init_parameters" => batch.for_each_key(counter),
             "timers" => batch.for_each_key(|k| {
                 for t in k.timers() {
-                    k.emit("fired", [&b"timer:"[..], t.payload].concat())
-                        .parent(&t);
+                    k.emit("fired", [&b"timer:"[..], t.payload].concat()).parent(&t);
                 }
                 for m in k.messages() {
-                    k.emit("fired", [&b"message:"[..], m.payload].concat())
-                        .parent(&m);
+                    k.emit("fired", [&b"message:"[..], m.payload].concat()).parent(&m);
                 }
                 k.set_timer(now + 30 * SECOND);
                 k.set_timer(now + 60 * SECOND);
-                k.set_timer(now + 120 * SECOND)
-                    .event_ts(now + 100 * SECOND)
-                    .payload("late");
+                k.set_timer(now + 120 * SECOND).event_ts(now + 100 * SECOND).payload("late");
                 k.cancel_timer(now + 30 * SECOND); // also drops the first set_timer
                 Ok(())
             }),
@@ -104,13 +98,9 @@ impl Computation for Golden {
                     last = m.alignment_ts;
                 }
                 k.emit("joined", order_payloads.join(&b'+')).parents(orders);
-                k.emit("joined", payment)
-                    .key("customer-1")
-                    .event_ts(-1000)
-                    .parents(payments);
+                k.emit("joined", payment).key("customer-1").event_ts(-1000).parents(payments);
                 let inputs = k.inputs();
-                k.emit("audit", format!("{inputs} inputs"))
-                    .event_ts(last + SECOND);
+                k.emit("audit", format!("{inputs} inputs")).event_ts(last + SECOND);
                 Ok(())
             }),
             "map_kind" => batch.for_each_key(|k| {
@@ -127,11 +117,7 @@ impl Computation for Golden {
                             k.emit("doubled", (2 * n).to_string()).parent(&m);
                         }
                         // The words of Go's strconv.Atoi, which the vector pins.
-                        Err(_) => {
-                            return Err(Error::new(format!(
-                                "strconv.Atoi: parsing {text:?}: invalid syntax"
-                            )))
-                        }
+                        Err(_) => return Err(Error::new(format!("strconv.Atoi: parsing {text:?}: invalid syntax"))),
                     }
                 }
                 Ok(())
@@ -155,10 +141,7 @@ include!("keyfields_line.rs");
 /// nothing.
 fn counter(k: &mut Key) -> Result<(), Error> {
     // Like Go's strconv.Atoi with its error ignored: anything else is 0.
-    let mut n: i64 = k
-        .state()
-        .and_then(|s| std::str::from_utf8(s).ok()?.parse().ok())
-        .unwrap_or(0);
+    let mut n: i64 = k.state().and_then(|s| std::str::from_utf8(s).ok()?.parse().ok()).unwrap_or(0);
     for m in k.messages() {
         match m.payload {
             b"clear" => k.set_state(""),
@@ -191,14 +174,7 @@ fn require_parameters(p: &Params) -> Result<(), Error> {
     }
     let sink_ok = sink.get("name").and_then(|v| v.as_str()) == Some("alerts")
         && sink.get("retries").and_then(|v| v.as_int()) == Some(3);
-    if window.as_secs() != 300
-        || threshold != 10
-        || offset != -3
-        || ratio != 0.25
-        || !enabled
-        || tags != ["a", "b"]
-        || !sink_ok
-    {
+    if window.as_secs() != 300 || threshold != 10 || offset != -3 || ratio != 0.25 || !enabled || tags != ["a", "b"] || !sink_ok {
         return Err(Error::new("parameters read back wrong"));
     }
     Ok(())
@@ -229,9 +205,7 @@ mod tests {
     /// dependency, and the names need no unescaping).
     fn output_streams(name: &str) -> Vec<Value> {
         let doc = std::fs::read_to_string(vectors().join(format!("{name}.json"))).unwrap();
-        let at = doc
-            .find("\"output_streams\"")
-            .unwrap_or_else(|| panic!("{name}.json has no output_streams"));
+        let at = doc.find("\"output_streams\"").unwrap_or_else(|| panic!("{name}.json has no output_streams"));
         let list = &doc[at..];
         let list = &list[list.find('[').unwrap() + 1..list.find(']').unwrap()];
         list.split(',')
@@ -247,10 +221,7 @@ mod tests {
         m.insert(t("computation"), t("golden"));
         m.insert(t("kind"), t("transform"));
         m.insert(t("partition"), Value::Integer(0));
-        m.insert(
-            t("parameters"),
-            Value::Map([(t("script"), t(script))].into_iter().collect()),
-        );
+        m.insert(t("parameters"), Value::Map([(t("script"), t(script))].into_iter().collect()));
         m.insert(t("output_streams"), Value::Array(streams));
         serde_cbor::to_vec(&Value::Map(m)).unwrap()
     }
@@ -259,14 +230,7 @@ mod tests {
     fn golden_vectors() {
         let mut names: Vec<String> = std::fs::read_dir(vectors())
             .expect("abi/testdata/vectors")
-            .filter_map(|e| {
-                e.ok()?
-                    .file_name()
-                    .into_string()
-                    .ok()?
-                    .strip_suffix(".json")
-                    .map(String::from)
-            })
+            .filter_map(|e| e.ok()?.file_name().into_string().ok()?.strip_suffix(".json").map(String::from))
             .collect();
         names.sort();
         assert!(names.len() >= 14, "found only {names:?}");
@@ -281,16 +245,8 @@ mod tests {
                 None => continue,
             };
             let want = read(name, "response").expect("a request vector needs a response");
-            assert_eq!(
-                guest.init(&init_envelope(name, output_streams(name))),
-                Ok(None),
-                "{name}: init"
-            );
-            assert_eq!(
-                guest.process(&request).map(<[u8]>::to_vec),
-                Ok(want),
-                "{name}: response"
-            );
+            assert_eq!(guest.init(&init_envelope(name, output_streams(name))), Ok(None), "{name}: init");
+            assert_eq!(guest.process(&request).map(<[u8]>::to_vec), Ok(want), "{name}: response");
         }
     }
 }
