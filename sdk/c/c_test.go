@@ -61,6 +61,7 @@ const (
 	windowGuest      = "window-guest"
 	windowConcat     = "window-concat"
 	joinGuest        = "join-guest"
+	keyGuest         = "key-guest"
 )
 
 var guestSources = map[string][]string{
@@ -70,6 +71,7 @@ var guestSources = map[string][]string{
 	windowGuest:  {"windowguest/main.c"},
 	windowConcat: {"testdata/windowconcat/main.c"},
 	joinGuest:    {"testdata/joinguest/main.c"},
+	keyGuest:     {"testdata/keyguest/main.c"},
 }
 
 var (

@@ -13,9 +13,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/host/engine"
 	flowhost "github.com/flowhost/flowhost/sdk/go"
 )
 
@@ -178,6 +181,34 @@ func TestParseKeyLikeGo(t *testing.T) {
 		want := goKeyLine(c)
 		if want != lines[i] {
 			t.Errorf("key %.80q names %q:\n    c %s\n   go %s", c.key, c.names, decodeKeyLine(lines[i]), decodeKeyLine(want))
+		}
+	}
+}
+
+// TestParseKeyGuestLikeGo runs the table through the test guest
+// testdata/keyguest compiled to WebAssembly and run by the host's engine:
+// each case is a key with one message naming the fields, answered by an
+// emit.
+func TestParseKeyGuestLikeGo(t *testing.T) {
+	inst, _ := instanceWith(t, keyGuest, engine.NewConfig())
+	initWith(t, inst, "keyfields", abi.KindTransform, nil, "out")
+	for _, c := range keyTable {
+		if !utf8.ValidString(c.key) {
+			continue // a key is CBOR text: the envelope refuses invalid UTF-8 (the native test covers it)
+		}
+		names := make([]string, len(c.names))
+		for i, n := range c.names {
+			names[i] = hex.EncodeToString([]byte(n))
+		}
+		req := &abi.Request{ABI: abi.Version, Computation: "keyfields", Kind: abi.KindTransform, Epoch: 1,
+			Keys: []abi.RequestKey{{Key: c.key, Messages: []abi.Message{{ID: "m", Stream: "in", Payload: []byte(strings.Join(names, ","))}}}}}
+		resp, err := abi.DecodeResponse(process(t, inst, req), abi.ResponseLimits{})
+		require.NoError(t, err)
+		require.NoError(t, abi.ValidateResponse(resp, req, []string{"out"}))
+		require.Len(t, resp.Keys, 1)
+		require.Len(t, resp.Keys[0].Emits, 1, "key %.80q: %s", c.key, resp.Keys[0].Error)
+		if got, want := string(resp.Keys[0].Emits[0].Payload), goKeyLine(c); got != want {
+			t.Errorf("key %.80q names %q:\n    c %s\n   go %s", c.key, c.names, decodeKeyLine(got), decodeKeyLine(want))
 		}
 	}
 }
