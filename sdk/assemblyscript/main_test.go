@@ -29,6 +29,7 @@ const (
 	windowCountGuest = "window-count"
 	windowGuest      = "windowguest" // windowguest: the window conformance guest
 	joinGuest        = "joinguest"   // testdata/joinguest: the join helpers, every field in the payloads
+	keyGuest         = "keyguest"    // testdata/keyguest: parseKey's answers (keyfields_test.go)
 )
 
 // guestEntries are the entry files of the guests.
@@ -36,6 +37,7 @@ var guestEntries = map[string]string{
 	testGuest:        "testdata/testguest/index.ts",
 	windowCountGuest: "examples/window-count/index.ts",
 	joinGuest:        "testdata/joinguest/index.ts",
+	keyGuest:         "testdata/keyguest/index.ts",
 }
 
 // guestWasm holds the built modules by guest name.

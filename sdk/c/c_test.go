@@ -62,7 +62,12 @@ const (
 	windowConcat     = "window-concat"
 	joinGuest        = "join-guest"
 	typedStateGuest  = "typed-state"
+	keyGuest         = "key-guest"
 )
+
+// allGuests are every guest the tests build: those of guestSources and
+// the conformance guest.
+var allGuests = []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat, joinGuest, typedStateGuest, keyGuest}
 
 var guestSources = map[string][]string{
 	testGuest:       {"testdata/guest/main.c"},
@@ -72,6 +77,7 @@ var guestSources = map[string][]string{
 	windowConcat:    {"testdata/windowconcat/main.c"},
 	joinGuest:       {"testdata/joinguest/main.c"},
 	typedStateGuest: {"testdata/typedstate/main.c"},
+	keyGuest:        {"testdata/keyguest/main.c"},
 }
 
 var (
@@ -89,7 +95,7 @@ func guestWasm(tb testing.TB, name string) []byte {
 	buildOnce.Do(func() {
 		shared := filepath.Join(workDir, "guests")
 		if _, err := os.Stat(filepath.Join(shared, "complete")); err == nil {
-			for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat, joinGuest, typedStateGuest} {
+			for _, name := range allGuests {
 				wasm, err := os.ReadFile(filepath.Join(shared, name+".wasm"))
 				if err != nil {
 					buildErr = err
@@ -315,7 +321,7 @@ func TestCxxGuest(t *testing.T) {
 // v1 exports, the WASI reactor's _initialize and nothing beyond the host's
 // log and WASI preview1 without files or sockets.
 func TestGuestInterface(t *testing.T) {
-	for _, name := range []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat, joinGuest} {
+	for _, name := range allGuests {
 		t.Run(name, func(t *testing.T) {
 			wasm := guestWasm(t, name)
 			info, err := engine.Inspect(wasm)

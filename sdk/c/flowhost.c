@@ -3728,3 +3728,570 @@ int fh_enrich_join_process(fh_enrich_join *e, fh_key *k) {
     fh_cbor_writer_free(&out);
     return rc;
 }
+
+/* ---------------------------------------------------------------------
+ * The group_by key as typed fields: the port of sdk/go/state_key.go. The
+ * JSON reading follows Go's encoding/json (nesting depth 10000, invalid
+ * UTF-8 and lone surrogates in strings become U+FFFD), since the texts and
+ * results must be Go's.
+ * ------------------------------------------------------------------ */
+
+#include <math.h>
+
+#define KF_MAX_DEPTH 10000
+
+static size_t kf_ws(const char *s, size_t n, size_t i) {
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) {
+        i++;
+    }
+    return i;
+}
+
+static int kf_hex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* kf_string_end is the end of the string literal at i, or 0. */
+static size_t kf_string_end(const char *s, size_t n, size_t i) {
+    for (i++; i < n;) {
+        uint8_t c = (uint8_t)s[i];
+        if (c == '"') return i + 1;
+        if (c < 0x20) return 0;
+        if (c != '\\') {
+            i++;
+            continue;
+        }
+        if (i + 1 >= n) return 0;
+        switch (s[i + 1]) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+            i += 2;
+            break;
+        case 'u':
+            if (i + 6 > n) return 0;
+            for (size_t j = i + 2; j < i + 6; j++) {
+                if (kf_hex(s[j]) < 0) return 0;
+            }
+            i += 6;
+            break;
+        default:
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static size_t kf_digits(const char *s, size_t n, size_t i) {
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    return i;
+}
+
+/* kf_number_end is the end of the number at i, or 0. */
+static size_t kf_number_end(const char *s, size_t n, size_t i) {
+    if (i < n && s[i] == '-') i++;
+    if (i >= n) return 0;
+    if (s[i] == '0') {
+        i++;
+    } else if (s[i] >= '1' && s[i] <= '9') {
+        i = kf_digits(s, n, i);
+    } else {
+        return 0;
+    }
+    if (i < n && s[i] == '.') {
+        size_t j = kf_digits(s, n, i + 1);
+        if (j == i + 1) return 0;
+        i = j;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+        size_t j = kf_digits(s, n, i);
+        if (j == i) return 0;
+        i = j;
+    }
+    return i;
+}
+
+static bool kf_valid_number(const char *s, size_t n) {
+    return n > 0 && kf_number_end(s, n, 0) == n;
+}
+
+static size_t kf_lit(const char *s, size_t n, size_t i, const char *w) {
+    size_t l = strlen(w);
+    return i + l <= n && memcmp(s + i, w, l) == 0 ? i + l : 0;
+}
+
+/* kf_member_key reads `"name" :` at i and returns where the value starts,
+ * or 0. */
+static size_t kf_member_key(const char *s, size_t n, size_t i) {
+    if (i >= n || s[i] != '"') return 0;
+    i = kf_string_end(s, n, i);
+    if (i == 0) return 0;
+    i = kf_ws(s, n, i);
+    if (i >= n || s[i] != ':') return 0;
+    return kf_ws(s, n, i + 1);
+}
+
+/* kf_value is the end of the value at i, or 0; iterative, so that deep
+ * nesting cannot exhaust the guest's stack. depth counts the containers
+ * already open. */
+static size_t kf_value(const char *s, size_t n, size_t i, size_t depth) {
+    uint8_t *stack = NULL; /* 1 for an object */
+    size_t sp = 0, cap = 0, r = 0;
+    for (;;) {
+        if (i >= n) goto out;
+        if (s[i] == '{' || s[i] == '[') {
+            uint8_t obj = s[i] == '{';
+            if (depth + sp > KF_MAX_DEPTH) goto out;
+            if (sp == cap) {
+                cap = cap ? 2 * cap : 16;
+                uint8_t *ns = (uint8_t *)realloc(stack, cap);
+                if (ns == NULL) goto out;
+                stack = ns;
+            }
+            stack[sp++] = obj;
+            i = kf_ws(s, n, i + 1);
+            if (i < n && s[i] == (obj ? '}' : ']')) {
+                sp--;
+                i++;
+            } else {
+                if (obj && (i = kf_member_key(s, n, i)) == 0) goto out;
+                continue;
+            }
+        } else if (s[i] == '"') {
+            i = kf_string_end(s, n, i);
+        } else if (s[i] == 't') {
+            i = kf_lit(s, n, i, "true");
+        } else if (s[i] == 'f') {
+            i = kf_lit(s, n, i, "false");
+        } else if (s[i] == 'n') {
+            i = kf_lit(s, n, i, "null");
+        } else {
+            i = kf_number_end(s, n, i);
+        }
+        if (i == 0) goto out;
+        for (;;) {
+            if (sp == 0) {
+                r = i;
+                goto out;
+            }
+            uint8_t obj = stack[sp - 1];
+            i = kf_ws(s, n, i);
+            if (i >= n) goto out;
+            if (s[i] == ',') {
+                i = kf_ws(s, n, i + 1);
+                if (obj && (i = kf_member_key(s, n, i)) == 0) goto out;
+                break;
+            }
+            if (s[i] == (obj ? '}' : ']')) {
+                sp--;
+                i++;
+                continue;
+            }
+            goto out;
+        }
+    }
+out:
+    free(stack);
+    return r;
+}
+
+/* kf_sb is a growing text; a failed allocation marks it failed. */
+typedef struct kf_sb {
+    char *p;
+    size_t n, cap;
+    bool failed;
+} kf_sb;
+
+static void kf_put(kf_sb *b, const void *s, size_t n) {
+    if (b->failed) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t c = b->cap ? b->cap : 64;
+        while (c < b->n + n + 1) c *= 2;
+        char *np = (char *)realloc(b->p, c);
+        if (np == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->p = np;
+        b->cap = c;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+static void kf_puts(kf_sb *b, const char *s) { kf_put(b, s, strlen(s)); }
+
+static void kf_quote(kf_sb *b, const char *s, size_t n) {
+    size_t need = fh_quote(NULL, 0, s, n);
+    char *q = (char *)malloc(need + 1);
+    if (q == NULL) {
+        b->failed = true;
+        return;
+    }
+    fh_quote(q, need + 1, s, n);
+    kf_put(b, q, need);
+    free(q);
+}
+
+/* kf_names is Go's %q of the names: ["a" "b"]. */
+static void kf_names(kf_sb *b, const fh_key_fields *kf) {
+    kf_puts(b, "[");
+    for (size_t i = 0; i < kf->count; i++) {
+        if (i > 0) kf_puts(b, " ");
+        kf_quote(b, kf->names[i], strlen(kf->names[i]));
+    }
+    kf_puts(b, "]");
+}
+
+/* kf_begin starts a failure's text: `key K: ` or `key K: field "f": `. */
+static void kf_begin(kf_sb *b, const fh_key_fields *kf, const char *field) {
+    kf_puts(b, "key ");
+    kf_put(b, kf->key, kf->key_len);
+    kf_puts(b, ": ");
+    if (field != NULL) {
+        kf_puts(b, "field ");
+        kf_quote(b, field, strlen(field));
+        kf_puts(b, ": ");
+    }
+}
+
+/* kf_end makes b the failure of kf and returns -1. */
+static int kf_end(fh_key_fields *kf, kf_sb *b) {
+    free(kf->error);
+    kf->error = b->failed ? NULL : b->p;
+    kf->error_len = b->n;
+    if (b->failed) {
+        free(b->p);
+        kf->error = (char *)malloc(sizeof "out of memory");
+        kf->error_len = 0;
+        if (kf->error) {
+            memcpy(kf->error, "out of memory", sizeof "out of memory");
+            kf->error_len = sizeof "out of memory" - 1;
+        }
+    }
+    return -1;
+}
+
+/* kf_expected fails field with `expected <want>, got <got>`. */
+static int kf_expected(fh_key_fields *kf, const char *field, const char *want, const char *got, size_t n) {
+    kf_sb b = {0};
+    kf_begin(&b, kf, field);
+    kf_puts(&b, "expected ");
+    kf_puts(&b, want);
+    kf_puts(&b, ", got ");
+    kf_put(&b, got, n);
+    return kf_end(kf, &b);
+}
+
+int fh_parse_key(fh_key_fields *kf, const char *key, size_t len, const char *const *names, size_t count) {
+    memset(kf, 0, sizeof *kf);
+    kf->key = key;
+    kf->key_len = len;
+    kf->names = names;
+    kf->count = count;
+    kf_sb b = {0};
+    char num[64];
+    if (len == 0) {
+        if (count == 0) return 0;
+        /* Go names the unkeyed key "" here alone. */
+        kf_puts(&b, "key \"\": ");
+        snprintf(num, sizeof num, "%zu", count);
+        kf_puts(&b, "the key is empty (an unkeyed computation), expected ");
+        kf_puts(&b, num);
+        kf_puts(&b, " group_by fields");
+        return kf_end(kf, &b);
+    }
+    size_t got = 0, cap = 0;
+    size_t *spans = NULL;
+    bool ok = false;
+    size_t i = kf_ws(key, len, 0);
+    if (i < len && key[i] == '[') {
+        size_t j = kf_ws(key, len, i + 1);
+        if (j < len && key[j] == ']') {
+            j++;
+            ok = true;
+        } else {
+            for (;;) {
+                size_t end = kf_value(key, len, j, 2);
+                if (end == 0) break;
+                if (got == cap) {
+                    cap = cap ? 2 * cap : 8;
+                    size_t *ns = (size_t *)realloc(spans, 2 * cap * sizeof(size_t));
+                    if (ns == NULL) break;
+                    spans = ns;
+                }
+                spans[2 * got] = j;
+                spans[2 * got + 1] = end;
+                got++;
+                j = kf_ws(key, len, end);
+                if (j < len && key[j] == ',') {
+                    j = kf_ws(key, len, j + 1);
+                    continue;
+                }
+                if (j < len && key[j] == ']') {
+                    j++;
+                    ok = true;
+                }
+                break;
+            }
+        }
+        if (ok && kf_ws(key, len, j) != len) ok = false;
+    }
+    if (!ok) {
+        free(spans);
+        kf_begin(&b, kf, NULL);
+        kf_puts(&b, "not a JSON array of group_by values");
+        return kf_end(kf, &b);
+    }
+    if (got != count) {
+        free(spans);
+        kf_begin(&b, kf, NULL);
+        snprintf(num, sizeof num, "has %zu values, expected %zu (group_by ", got, count);
+        kf_puts(&b, num);
+        kf_names(&b, kf);
+        kf_puts(&b, ")");
+        return kf_end(kf, &b);
+    }
+    kf->spans = spans;
+    return 0;
+}
+
+int fh_key_raw(fh_key_fields *kf, const char *name, const char **raw, size_t *len) {
+    for (size_t i = 0; kf->spans != NULL && i < kf->count; i++) {
+        if (strcmp(kf->names[i], name) == 0) {
+            *raw = kf->key + kf->spans[2 * i];
+            *len = kf->spans[2 * i + 1] - kf->spans[2 * i];
+            return 0;
+        }
+    }
+    kf_sb b = {0};
+    kf_begin(&b, kf, name);
+    kf_puts(&b, "not a group_by field (fields: ");
+    kf_names(&b, kf);
+    kf_puts(&b, ")");
+    return kf_end(kf, &b);
+}
+
+static void kf_rune(kf_sb *b, uint32_t r) {
+    char u[4];
+    size_t n;
+    if (r < 0x80) {
+        u[0] = (char)r, n = 1;
+    } else if (r < 0x800) {
+        u[0] = (char)(0xc0 | r >> 6), u[1] = (char)(0x80 | (r & 0x3f)), n = 2;
+    } else if (r < 0x10000) {
+        u[0] = (char)(0xe0 | r >> 12), u[1] = (char)(0x80 | (r >> 6 & 0x3f)), u[2] = (char)(0x80 | (r & 0x3f)), n = 3;
+    } else {
+        u[0] = (char)(0xf0 | r >> 18), u[1] = (char)(0x80 | (r >> 12 & 0x3f)), u[2] = (char)(0x80 | (r >> 6 & 0x3f)),
+        u[3] = (char)(0x80 | (r & 0x3f)), n = 4;
+    }
+    kf_put(b, u, n);
+}
+
+/* kf_utf8 is the length of the valid UTF-8 rune at s (Go's rules:
+ * shortest form, no surrogates, at most U+10FFFF), or 0. */
+static size_t kf_utf8(const uint8_t *s, size_t n) {
+    uint8_t c = s[0];
+    size_t l;
+    uint32_t r, min;
+    if (c >= 0xc2 && c <= 0xdf) {
+        l = 2, r = c & 0x1f, min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        l = 3, r = c & 0x0f, min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        l = 4, r = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (n < l) return 0;
+    for (size_t i = 1; i < l; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        r = r << 6 | (s[i] & 0x3f);
+    }
+    if (r < min || r > 0x10ffff || (r >= 0xd800 && r < 0xe000)) return 0;
+    return l;
+}
+
+static int32_t kf_u4(const char *s, size_t n, size_t i) {
+    if (i + 6 > n || s[i] != '\\' || s[i + 1] != 'u') return -1;
+    int32_t r = 0;
+    for (size_t j = i + 2; j < i + 6; j++) {
+        int h = kf_hex(s[j]);
+        if (h < 0) return -1;
+        r = r * 16 + h;
+    }
+    return r;
+}
+
+/* kf_unquote appends the text of the valid string literal s[0..n) to b. */
+static void kf_unquote(kf_sb *b, const char *s, size_t n) {
+    size_t i = 1, end = n - 1;
+    while (i < end) {
+        uint8_t c = (uint8_t)s[i];
+        if (c == '\\') {
+            char e = s[i + 1];
+            switch (e) {
+            case 'b': kf_puts(b, "\b"); i += 2; break;
+            case 'f': kf_puts(b, "\f"); i += 2; break;
+            case 'n': kf_puts(b, "\n"); i += 2; break;
+            case 'r': kf_puts(b, "\r"); i += 2; break;
+            case 't': kf_puts(b, "\t"); i += 2; break;
+            case 'u': {
+                int32_t r = kf_u4(s, end, i);
+                i += 6;
+                if (r >= 0xd800 && r < 0xe000) {
+                    int32_t r2 = r < 0xdc00 ? kf_u4(s, end, i) : -1;
+                    if (r2 >= 0xdc00 && r2 < 0xe000) {
+                        r = 0x10000 + ((r - 0xd800) << 10) + (r2 - 0xdc00);
+                        i += 6;
+                    } else {
+                        r = 0xfffd;
+                    }
+                }
+                kf_rune(b, (uint32_t)r);
+                break;
+            }
+            default: kf_put(b, &e, 1); i += 2; break;
+            }
+        } else if (c < 0x80) {
+            kf_put(b, &s[i], 1);
+            i++;
+        } else {
+            size_t l = kf_utf8((const uint8_t *)s + i, end - i);
+            if (l == 0) {
+                kf_rune(b, 0xfffd);
+                i++;
+            } else {
+                kf_put(b, s + i, l);
+                i += l;
+            }
+        }
+    }
+    kf_put(b, "", 0);
+}
+
+int fh_key_string(fh_key_fields *kf, const char *name, const char **value, size_t *len) {
+    const char *raw;
+    size_t n;
+    if (fh_key_raw(kf, name, &raw, &n) != 0) return -1;
+    if (raw[0] != '"') return kf_expected(kf, name, "a string", raw, n);
+    kf_sb b = {0};
+    kf_unquote(&b, raw, n);
+    if (b.failed) return kf_end(kf, &b);
+    free(kf->buf);
+    kf->buf = b.p;
+    *value = b.p ? b.p : "";
+    *len = b.n;
+    return 0;
+}
+
+/* kf_number is the text of a number as Go's json.Number holds it: a
+ * number literal, a string holding a valid number, or "" for null; or
+ * NULL after failing with `expected <want>`. */
+static char *kf_number(fh_key_fields *kf, const char *name, const char *want, size_t *len) {
+    const char *raw;
+    size_t n;
+    if (fh_key_raw(kf, name, &raw, &n) != 0) return NULL;
+    kf_sb b = {0};
+    if (n == 4 && memcmp(raw, "null", 4) == 0) {
+        kf_put(&b, "", 0);
+    } else if (raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
+        kf_put(&b, raw, n);
+    } else if (raw[0] == '"') {
+        kf_unquote(&b, raw, n);
+        if (!b.failed && !kf_valid_number(b.p, b.n)) {
+            free(b.p);
+            kf_expected(kf, name, want, raw, n);
+            return NULL;
+        }
+    } else {
+        kf_expected(kf, name, want, raw, n);
+        return NULL;
+    }
+    if (b.failed) {
+        kf_end(kf, &b);
+        return NULL;
+    }
+    *len = b.n;
+    return b.p;
+}
+
+int fh_key_int(fh_key_fields *kf, const char *name, int64_t *value) {
+    size_t n;
+    char *t = kf_number(kf, name, "an integer", &n);
+    if (t == NULL) return -1;
+    bool ok = n > 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(t[i] >= '0' && t[i] <= '9') && !(i == 0 && t[i] == '-' && n > 1)) ok = false;
+    }
+    if (ok) {
+        /* By hand: wasi-libc's errno is a thread-local that clang cannot
+         * compile for this target. Accumulate negatively, as -2^63 has no
+         * positive twin. */
+        bool neg = t[0] == '-';
+        int64_t v = 0;
+        for (size_t i = neg ? 1 : 0; ok && i < n; i++) {
+            int d = t[i] - '0';
+            if (v < (INT64_MIN + d) / 10) {
+                ok = false;
+            } else {
+                v = v * 10 - d;
+            }
+        }
+        if (ok && !neg && v == INT64_MIN) ok = false;
+        if (ok) {
+            *value = neg ? v : -v;
+            free(t);
+            return 0;
+        }
+    }
+    int r = kf_expected(kf, name, "an int64 integer", t, n);
+    free(t);
+    return r;
+}
+
+int fh_key_float(fh_key_fields *kf, const char *name, double *value) {
+    size_t n;
+    char *t = kf_number(kf, name, "a number", &n);
+    if (t == NULL) return -1;
+    if (n > 0) {
+        double v = strtod(t, NULL);
+        if (!isinf(v)) {
+            *value = v;
+            free(t);
+            return 0;
+        }
+    }
+    int r = kf_expected(kf, name, "a float64 number", t, n);
+    free(t);
+    return r;
+}
+
+int fh_key_bool(fh_key_fields *kf, const char *name, bool *value) {
+    const char *raw;
+    size_t n;
+    if (fh_key_raw(kf, name, &raw, &n) != 0) return -1;
+    if (n == 4 && memcmp(raw, "true", 4) == 0) {
+        *value = true;
+        return 0;
+    }
+    if (n == 5 && memcmp(raw, "false", 5) == 0) {
+        *value = false;
+        return 0;
+    }
+    return kf_expected(kf, name, "a boolean", raw, n);
+}
+
+const char *fh_key_fields_error(const fh_key_fields *kf) { return kf->error; }
+
+void fh_key_fields_free(fh_key_fields *kf) {
+    free(kf->spans);
+    free(kf->buf);
+    free(kf->error);
+    kf->spans = NULL;
+    kf->buf = kf->error = NULL;
+}

@@ -577,6 +577,49 @@ int fh_enrich_join_process(fh_enrich_join *e, fh_key *k);
 void fh_enrich_join_free(fh_enrich_join *e);
 
 /* ---------------------------------------------------------------------
+ * The group_by key as typed fields (sdk/JOINS.md): the port of the Go
+ * SDK's ParseKey, with the same rules and error texts.
+ * ------------------------------------------------------------------ */
+
+/* fh_key_fields holds a parsed key; it borrows the key text and the names
+ * (keep them alive) and owns the rest: free it with fh_key_fields_free. */
+typedef struct fh_key_fields {
+    const char *key;
+    size_t key_len;
+    const char *const *names;
+    size_t count;
+    size_t *spans; /* begin, end of each value's JSON text in key */
+    char *buf;     /* the last fh_key_string value */
+    char *error;   /* the last failure's text, or NULL */
+    size_t error_len; /* its length: a key may hold NUL bytes */
+} fh_key_fields;
+
+/*
+ * fh_parse_key decodes the key text (fh_key_text) as the values of the
+ * group_by fields names[0..count), in group_by order. It returns 0, or -1
+ * when the key is not a JSON array of exactly count values (the unkeyed
+ * key "" is accepted only with count 0) or memory runs out; the failure's
+ * text, Go's *KeyError text (`key [1]: has 1 values, expected 2 (group_by
+ * ["a" "b"])`), is fh_key_fields_error(kf). Free kf in either case.
+ */
+int fh_parse_key(fh_key_fields *kf, const char *key, size_t len, const char *const *names, size_t count);
+/* The accessors return 0 with the value, or -1 with fh_key_fields_error
+ * saying why (`key ["x"]: field "id": expected an integer, got "x"`), as
+ * Go's KeyFields methods. fh_key_raw gives the value's JSON text inside
+ * the key; fh_key_string's value (NUL-terminated, may hold NULs: use len)
+ * lives in kf until the next fh_key_string or fh_key_fields_free. */
+int fh_key_raw(fh_key_fields *kf, const char *name, const char **raw, size_t *len);
+int fh_key_string(fh_key_fields *kf, const char *name, const char **value, size_t *len);
+int fh_key_int(fh_key_fields *kf, const char *name, int64_t *value);
+int fh_key_float(fh_key_fields *kf, const char *name, double *value);
+int fh_key_bool(fh_key_fields *kf, const char *name, bool *value);
+/* fh_key_fields_error is the last failure's text (NUL-terminated; error_len
+ * bytes, as the key text in it may hold NULs), or NULL. */
+const char *fh_key_fields_error(const fh_key_fields *kf);
+/* fh_key_fields_free releases what kf owns (not the key or names). */
+void fh_key_fields_free(fh_key_fields *kf);
+
+/* ---------------------------------------------------------------------
  * Helpers.
  * ------------------------------------------------------------------ */
 

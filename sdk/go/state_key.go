@@ -59,6 +59,10 @@ func ParseKey(key string, names ...string) (KeyFields, error) {
 }
 
 func (kf KeyFields) raw(name string) (json.RawMessage, error) {
+	if len(kf.values) != len(kf.names) {
+		// What ParseKey returned with its error: names without values.
+		return nil, &KeyError{Key: kf.key, Field: name, Msg: "the key did not parse (see ParseKey's error)"}
+	}
 	for i, n := range kf.names {
 		if n == name {
 			return kf.values[i], nil

@@ -89,3 +89,17 @@ func mustJSON(s string) []byte {
 	b, _ := json.Marshal(s)
 	return b
 }
+
+// TestParseKeyFailedFieldsAnswerWithAnError reads the fields ParseKey
+// returned with its error: each accessor says the key did not parse,
+// rather than indexing values that are not there.
+func TestParseKeyFailedFieldsAnswerWithAnError(t *testing.T) {
+	for _, key := range []string{`[1,2]`, `x`, ``} {
+		kf, err := flowhost.ParseKey(key, "a")
+		require.Error(t, err, key)
+		_, err = kf.Int("a")
+		var ke *flowhost.KeyError
+		require.ErrorAs(t, err, &ke, key)
+		require.Contains(t, err.Error(), "did not parse", key)
+	}
+}

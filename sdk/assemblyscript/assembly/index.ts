@@ -26,6 +26,7 @@ export { Level, log, flowhostAbort } from "./log";
 export { register, ProcessFunc, InitFunc } from "./guest";
 export { quote, quoteBytes, parseInt64, ParsedInt } from "./text";
 export { WindowSpec, Window, Aggregator, Windows, WINDOW_STATE_ERROR } from "./window";
+export { parseKey, KeyFields, KeyError, KeyValue, ParsedKey } from "./keyfields";
 export { JoinRecord, JoinPair, Joiner, Enricher, IntervalJoin, EnrichJoin, JOIN_STATE_ERROR } from "./join";
 
 import { decodeUTF8, encodeUTF8 } from "./cbor";

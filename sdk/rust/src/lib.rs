@@ -64,6 +64,7 @@ mod envelope;
 mod error;
 mod guest;
 mod join;
+mod key_fields;
 mod log;
 mod params;
 mod state;
@@ -78,6 +79,7 @@ pub use batch::{
 pub use error::Error;
 pub use guest::{Guest, Status};
 pub use join::{EnrichJoin, IntervalJoin, JoinPair, JoinRecord, JOIN_STATE_ERROR};
+pub use key_fields::{parse_key, KeyError, KeyFields};
 pub use log::{log, Level};
 pub use params::{ParamError, Params, Value};
 pub use state::{

@@ -32,6 +32,15 @@ impl Computation for Golden {
     fn process(&mut self, batch: &mut Batch) -> Result<(), Error> {
         let now = batch.watermarks().event;
         match self.script.as_str() {
+            // Not a golden vector: parse_key's answers (keyfields_test.go).
+            "keyfields" => batch.for_each_key(|k| {
+                let key = k.key();
+                for m in k.messages() {
+                    let line = keyfields_line(key, std::str::from_utf8(m.payload)?);
+                    k.emit("out", line).parent(&m);
+                }
+                Ok(())
+            }),
             "empty_batch" => batch.for_each_key(|k| {
                 k.emit("out", "");
                 Ok(())
@@ -124,6 +133,8 @@ impl Computation for Golden {
         }
     }
 }
+
+include!("keyfields_line.rs");
 
 /// Keeps a decimal count of messages in the key's state: "clear" empties
 /// the state, "reset" emits the final count and deletes it, "peek" changes
