@@ -2,8 +2,8 @@ package rust_test
 
 import (
 	"bufio"
-	"context"
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
