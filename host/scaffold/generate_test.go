@@ -93,7 +93,7 @@ func TestGenerateLayout(t *testing.T) {
 	own := map[string][]string{
 		"go":             {"go.mod", "go.sum", "main.go"},
 		"rust":           {"Cargo.toml", "src/lib.rs"},
-		"c":              {"main.c", "sdk/cbor.c", "sdk/cbor.h", "sdk/flowhost.c", "sdk/flowhost.h"},
+		"c":              {"main.c", "sdk/cbor.c", "sdk/cbor.h", "sdk/flowhost.c", "sdk/flowhost.h", "sdk/typed_state.c", "sdk/typed_state.h"},
 		"assemblyscript": {"index.ts"},
 	}
 	require.ElementsMatch(t, scaffold.Languages(), keys(own))
