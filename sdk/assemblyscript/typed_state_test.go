@@ -17,6 +17,7 @@ import (
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/engine"
+	"github.com/flowhost/flowhost/sdk/assemblyscript"
 	flowhost "github.com/flowhost/flowhost/sdk/go"
 	"github.com/flowhost/flowhost/sdk/go/statecbor"
 )
@@ -529,4 +530,35 @@ func TestTypedStateLimitParameterRefused(t *testing.T) {
 			require.Contains(t, goErr.Error(), r.Error)
 		})
 	}
+}
+
+// TestTypedStateReadmeExample builds the example of README.md's typed
+// state section and runs it: the state it leaves is typed state with the
+// cells the example describes.
+func TestTypedStateReadmeExample(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	section := string(readme)[strings.Index(string(readme), "## Typed state cells"):]
+	_, code, ok := strings.Cut(section, "For example:\n\n```ts\n")
+	require.True(t, ok, "no example in the typed state section")
+	code, _, _ = strings.Cut(code, "```")
+	dir := t.TempDir()
+	src, out := filepath.Join(dir, "index.ts"), filepath.Join(dir, "example.wasm")
+	require.NoError(t, os.WriteFile(src, []byte(code), 0o644))
+	require.NoError(t, assemblyscript.Build(src, out))
+	wasm, err := os.ReadFile(out)
+	require.NoError(t, err)
+	guestWasm["readme-typed-state"] = wasm
+	m, _ := guestModule(t, "readme-typed-state")
+	inst := instantiate(t, m)
+	in := tsInit(1000)
+	in.Computation = "ex"
+	initGuest(t, inst, in)
+	req := &abi.Request{ABI: abi.Version, Computation: "ex", Kind: abi.KindTransform, Keys: []abi.RequestKey{{Key: "k",
+		Messages: []abi.Message{{ID: "1", Stream: "a", Payload: []byte("x")}, {ID: "2", Stream: "a", Payload: []byte("y")}}}}}
+	resp := process(t, inst, req, []string{"out"})
+	require.Len(t, resp.Keys, 1)
+	cells, err := flowhost.DecodeTypedState(resp.Keys[0].State)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"last": map[string][]byte{"a": []byte("y")}, "all": [][]byte{[]byte("x"), []byte("y")}}, cells)
 }
