@@ -25,10 +25,15 @@ export enum StateErrorKind {
  * State; size and limit are set for Quota.
  */
 export class StateError {
+  /** The error's class. */
   kind: StateErrorKind;
+  /** The Go SDK's text, which toString returns. */
   message: string;
+  /** State: the byte of the blob where decoding stopped. */
   offset: i32 = 0;
+  /** Quota: the encoded state's size in bytes. */
   size: i32 = 0;
+  /** Quota: the limit in bytes. */
   limit: i32 = 0;
 
   constructor(kind: StateErrorKind, message: string) {
@@ -44,25 +49,33 @@ export class StateError {
 
 /** A value read: value is null when there is none or on error. */
 export class CellValue {
+  /** The element as stored (do not change it), or null. */
   value: Uint8Array | null = null;
+  /** Why the read failed, or null. */
   error: StateError | null = null;
 }
 
 /** A list read: items in append order (none when no cell or on error). */
 export class CellItems {
+  /** The elements as stored (a fresh array; do not change the elements). */
   items: Uint8Array[] = [];
+  /** Why the read failed, or null. */
   error: StateError | null = null;
 }
 
 /** A map's keys read: sorted bytewise by their UTF-8. */
 export class CellKeys {
+  /** The keys, sorted. */
   keys: string[] = [];
+  /** Why the read failed, or null. */
   error: StateError | null = null;
 }
 
 /** A count read. */
 export class CellLen {
+  /** The count; 0 when the cell does not exist. */
   len: i32 = 0;
+  /** Why the read failed, or null. */
   error: StateError | null = null;
 }
 
@@ -288,35 +301,63 @@ class StateDecoder {
   }
 }
 
-function findEntry(entries: Entry[], kb: Uint8Array): i32 {
-  for (let i = 0; i < entries.length; i++) if (canonicalCmp(entries[i].keyBytes, kb) == 0) return i;
-  return -1;
+// Cells and map entries are kept in canonical order, so a lookup is a
+// binary search and encoding needs no sort: a map of many entries stays
+// O(log n) a lookup.
+
+/** The index of kb in entries, or -(insertion point) - 1. */
+function searchEntry(entries: Entry[], kb: Uint8Array): i32 {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const c = canonicalCmp(entries[mid].keyBytes, kb);
+    if (c == 0) return mid;
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return -lo - 1;
 }
 
+function findEntry(entries: Entry[], kb: Uint8Array): i32 {
+  const i = searchEntry(entries, kb);
+  return i >= 0 ? i : -1;
+}
+
+/** Inserts e, whose key is not in entries, at its place. */
 function insertEntry(entries: Entry[], e: Entry): void {
+  const at = -searchEntry(entries, e.keyBytes) - 1;
   // AssemblyScript's splice does not insert.
   entries.push(e);
-  let i = entries.length - 1;
-  while (i > 0 && canonicalCmp(entries[i - 1].keyBytes, e.keyBytes) > 0) {
-    entries[i] = entries[i - 1];
-    i--;
+  for (let i = entries.length - 1; i > at; i--) entries[i] = entries[i - 1];
+  entries[at] = e;
+}
+
+/** The index of nb in cells, or -(insertion point) - 1. */
+function searchCell(cells: Cell[], nb: Uint8Array): i32 {
+  let lo = 0;
+  let hi = cells.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const c = canonicalCmp(cells[mid].nameBytes, nb);
+    if (c == 0) return mid;
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
   }
-  entries[i] = e;
+  return -lo - 1;
 }
 
 function findCell(cells: Cell[], nb: Uint8Array): i32 {
-  for (let i = 0; i < cells.length; i++) if (canonicalCmp(cells[i].nameBytes, nb) == 0) return i;
-  return -1;
+  const i = searchCell(cells, nb);
+  return i >= 0 ? i : -1;
 }
 
+/** Inserts c, whose name is not in cells, at its place. */
 function insertCell(cells: Cell[], c: Cell): void {
+  const at = -searchCell(cells, c.nameBytes) - 1;
   cells.push(c);
-  let i = cells.length - 1;
-  while (i > 0 && canonicalCmp(cells[i - 1].nameBytes, c.nameBytes) > 0) {
-    cells[i] = cells[i - 1];
-    i--;
-  }
-  cells[i] = c;
+  for (let i = cells.length - 1; i > at; i--) cells[i] = cells[i - 1];
+  cells[at] = c;
 }
 
 /** The decoded cells in canonical order, or the error naming the byte. */
@@ -397,7 +438,9 @@ function hasLoneSurrogate(s: string): bool {
  * valueCell, listCell, mapCell; it is kept on the Key.
  */
 export class TypedState {
+  /** The cells in canonical order. */
   cells: Cell[] = [];
+  /** Reports changes not yet saved. */
   dirty: bool = false;
 }
 
