@@ -28,7 +28,7 @@ import (
 // tsRunGo runs the same script with the Go SDK, so a response of the
 // AssemblyScript guest must equal the Go SDK's byte for byte.
 type tsOp struct {
-	op              byte // v a p d c g G l m s x r
+	op              byte // v a p d c g G l m s x r, and P (the guest only: put with an unpaired surrogate after the key)
 	cell, key, data string
 }
 
@@ -38,10 +38,10 @@ func (o tsOp) encode(b []byte) []byte {
 	if o.op != 's' && o.op != 'x' {
 		f(o.cell)
 	}
-	if o.op == 'p' || o.op == 'd' || o.op == 'G' {
+	if o.op == 'p' || o.op == 'P' || o.op == 'd' || o.op == 'G' {
 		f(o.key)
 	}
-	if o.op == 'v' || o.op == 'a' || o.op == 'p' {
+	if o.op == 'v' || o.op == 'a' || o.op == 'p' || o.op == 'P' {
 		f(o.data)
 	}
 	return b
@@ -585,4 +585,14 @@ func TestTypedStateManyEntriesMatchesGo(t *testing.T) {
 			tsBoth(rt, inst, 0, tsRequest(r.Keys[0].State, true, tsScript(tsOp{op: 'm', cell: "m"}, tsOp{op: 'v', cell: "new", data: "1"})))
 		}
 	})
+}
+
+// A map key with an unpaired surrogate has no UTF-8: put refuses it, as
+// the Go SDK refuses a key that is not valid UTF-8, and changes nothing.
+// The quoted key shows the surrogate as U+FFFD, as quote does.
+func TestTypedStateLoneSurrogateKeyRefused(t *testing.T) {
+	inst := tsInstance(t, 0)
+	r := process(t, inst, tsRequest(nil, false, tsScript(tsOp{op: 'P', cell: "m", key: "x", data: "1"}, tsOp{op: 'm', cell: "m"})), []string{"out"})
+	require.Equal(t, []string{"error:state cell \"m\": entry \"x\ufffd\": the key is not valid UTF-8", "map len=0"}, tsEmits(r))
+	require.Equal(t, abi.StateKeep, r.Keys[0].StateOp)
 }

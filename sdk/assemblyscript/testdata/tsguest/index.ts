@@ -53,12 +53,12 @@ function run(k: Key, msg: Message): void {
       cell = textOf(p.subarray(i + 1, i + 1 + <i32>p[i]));
       i += 1 + <i32>p[i];
     }
-    if (op == 0x70 || op == 0x64 || op == 0x47) {
+    if (op == 0x70 || op == 0x50 || op == 0x64 || op == 0x47) {
       if (i >= p.length || p.length - i < 1 + <i32>p[i]) { k.fail("bad script"); return; }
       key = textOf(p.subarray(i + 1, i + 1 + <i32>p[i]));
       i += 1 + <i32>p[i];
     }
-    if (op == 0x76 || op == 0x61 || op == 0x70) {
+    if (op == 0x76 || op == 0x61 || op == 0x70 || op == 0x50) {
       if (i >= p.length || p.length - i < 1 + <i32>p[i]) { k.fail("bad script"); return; }
       data = p.subarray(i + 1, i + 1 + <i32>p[i]);
       i += 1 + <i32>p[i];
@@ -67,6 +67,7 @@ function run(k: Key, msg: Message): void {
     if (op == 0x76) result(o, valueCell(k, cell).set(data)); // v
     else if (op == 0x61) result(o, listCell(k, cell).append(data)); // a
     else if (op == 0x70) result(o, mapCell(k, cell).put(key, data)); // p
+    else if (op == 0x50) result(o, mapCell(k, cell).put(key + String.fromCharCode(0xd800), data)); // P: an unpaired surrogate after the key
     else if (op == 0x64) result(o, mapCell(k, cell).delete(key)); // d
     else if (op == 0x63) result(o, valueCell(k, cell).clear()); // c
     else if (op == 0x73) result(o, saveState(k)); // s
