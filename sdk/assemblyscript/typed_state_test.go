@@ -502,11 +502,23 @@ func TestTypedStateInAMapComputation(t *testing.T) {
 	}
 	got := process(t, inst, req(tsOp{op: 'g', cell: "a"}, tsOp{op: 'm', cell: "a"}), []string{"out"})
 	require.Equal(t, []string{"none", "map len=0"}, tsEmits(got))
-	b, err := abi.EncodeRequest(req(tsOp{op: 'v', cell: "a", data: "1"}))
-	require.NoError(t, err)
-	require.Equal(t, outcome{status: -2}, call(t, inst.Process, b))
-	require.Contains(t, logs.text(), "flowhost: Value.Set in a map computation")
-	_, err = flowhost.Run(tsGo, &abi.Init{ABI: abi.Version, Computation: "ts", Kind: abi.KindMap, OutputStreams: []string{"out"}}, req(tsOp{op: 'v', cell: "a", data: "1"}))
+	// Each write is misuse, named as the Go SDK's panic names it.
+	for _, c := range []struct {
+		op   tsOp
+		call string
+	}{
+		{tsOp{op: 'v', cell: "a", data: "1"}, "Value.Set"},
+		{tsOp{op: 'a', cell: "a", data: "1"}, "List.Append"},
+		{tsOp{op: 'p', cell: "a", key: "k", data: "1"}, "Map.Put"},
+		{tsOp{op: 'd', cell: "a", key: "k"}, "Map.Delete"},
+		{tsOp{op: 'c', cell: "a"}, "clearing a state cell"},
+	} {
+		b, err := abi.EncodeRequest(req(c.op))
+		require.NoError(t, err)
+		require.Equal(t, outcome{status: -2}, call(t, inst.Process, b), c.call)
+		require.Contains(t, logs.text(), "flowhost: "+c.call+" in a map computation; only a transform keeps state and timers")
+	}
+	_, err := flowhost.Run(tsGo, &abi.Init{ABI: abi.Version, Computation: "ts", Kind: abi.KindMap, OutputStreams: []string{"out"}}, req(tsOp{op: 'v', cell: "a", data: "1"}))
 	require.ErrorIs(t, err, abi.StatusGuestFailure)
 }
 

@@ -549,7 +549,7 @@ export class ValueCell {
 
   /** Removes the cell, whatever its kind. */
   clear(): StateError | null {
-    return clearCell(this.k, this.name, "Value.Clear");
+    return clearCell(this.k, this.name, "clearing a state cell");
   }
 }
 
@@ -593,7 +593,7 @@ export class ListCell {
 
   /** Removes the cell, whatever its kind. */
   clear(): StateError | null {
-    return clearCell(this.k, this.name, "List.Clear");
+    return clearCell(this.k, this.name, "clearing a state cell");
   }
 }
 
@@ -673,7 +673,7 @@ export class MapCell {
 
   /** Removes the cell, whatever its kind. */
   clear(): StateError | null {
-    return clearCell(this.k, this.name, "Map.Clear");
+    return clearCell(this.k, this.name, "clearing a state cell");
   }
 }
 
