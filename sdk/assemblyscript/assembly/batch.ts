@@ -277,7 +277,7 @@ export class Key {
   /**
    * Replaces the key's state with a copy of state (a string as UTF-8, or
    * bytes), creating it if the key had none. It is a guest failure in a
-   * map computation.
+   * map computation, or over unsaved typed state cells (saveState first).
    */
   setState<T>(state: T): void {
     if (!this.requireTransform("setState")) return;
@@ -285,13 +285,13 @@ export class Key {
     this.setStateRaw(bytesOf<T>(state).slice());
   }
 
-  /** Sets the new state without the typed state check; state is not copied. */
+  /** For typed_state.ts: sets the new state without the typed state check, and without copying state. Computations call setState. */
   setStateRaw(state: Uint8Array): void {
     this.stateOp = StateOp.Replace;
     this.newState = state;
   }
 
-  /** Deletes the state without the typed state check. */
+  /** For typed_state.ts: deletes the state without the typed state check. Computations call deleteState. */
   deleteStateRaw(): void {
     this.stateOp = StateOp.Delete;
     this.newState = EMPTY;
@@ -311,7 +311,7 @@ export class Key {
     return true;
   }
 
-  /** Deletes the key's state. It is a guest failure in a map computation. */
+  /** Deletes the key's state. It is a guest failure in a map computation, or over unsaved typed state cells. */
   deleteState(): void {
     if (!this.requireTransform("deleteState")) return;
     if (!this.checkRawState("deleteState")) return;

@@ -450,7 +450,7 @@ function cellError(cell: string, element: string, msg: string): StateError {
   return new StateError(StateErrorKind.Cell, s + msg);
 }
 
-/** The key's cells, decoding the state on first use; null with *err set when it is not typed state. */
+/** What a lookup found: the key's cells (decoded on first use), the cell and its index, or the error. */
 class Lookup {
   ts: TypedState | null = null;
   cell: Cell | null = null;
