@@ -30,6 +30,7 @@ const (
 	windowGuest      = "windowguest" // windowguest: the window conformance guest
 	joinGuest        = "joinguest"   // testdata/joinguest: the join helpers, every field in the payloads
 	keyGuest         = "keyguest"    // testdata/keyguest: parseKey's answers (keyfields_test.go)
+	tsGuest          = "tsguest"     // testdata/tsguest: typed state scripts (typed_state_test.go)
 )
 
 // guestEntries are the entry files of the guests.
@@ -38,6 +39,7 @@ var guestEntries = map[string]string{
 	windowCountGuest: "examples/window-count/index.ts",
 	joinGuest:        "testdata/joinguest/index.ts",
 	keyGuest:         "testdata/keyguest/index.ts",
+	tsGuest:          "testdata/tsguest/index.ts",
 }
 
 // guestWasm holds the built modules by guest name.

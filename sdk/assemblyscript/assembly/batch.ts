@@ -5,6 +5,7 @@
 
 import { EMPTY, Writer, bytesOf, decodeUTF8 } from "./cbor";
 import { quote } from "./text";
+import { TypedState } from "./typed_state";
 
 /** The kind of a computation that may keep state and timers. */
 export const KIND_TRANSFORM = "transform";
@@ -226,6 +227,10 @@ export class Key {
   timersCancel: i64[] = [];
   /** The error the key failed with, or null. */
   error: string | null = null;
+  /** The key's typed state cells (typed_state.ts), once a cell was used. */
+  typed: TypedState | null = null;
+  /** Saves unsaved typed cells when process returns; set by the first use of a cell, so modules without typed state do not carry the encoder. */
+  typedFinish: ((k: Key) => void) | null = null;
 
   constructor(batch: Batch) {
     this.batch = batch;
@@ -272,19 +277,45 @@ export class Key {
   /**
    * Replaces the key's state with a copy of state (a string as UTF-8, or
    * bytes), creating it if the key had none. It is a guest failure in a
-   * map computation.
+   * map computation, or over unsaved typed state cells (saveState first).
    */
   setState<T>(state: T): void {
     if (!this.requireTransform("setState")) return;
-    this.stateOp = StateOp.Replace;
-    this.newState = bytesOf<T>(state).slice();
+    if (!this.checkRawState("setState")) return;
+    this.setStateRaw(bytesOf<T>(state).slice());
   }
 
-  /** Deletes the key's state. It is a guest failure in a map computation. */
-  deleteState(): void {
-    if (!this.requireTransform("deleteState")) return;
+  /** For typed_state.ts: sets the new state without the typed state check, and without copying state. Computations call setState. */
+  setStateRaw(state: Uint8Array): void {
+    this.stateOp = StateOp.Replace;
+    this.newState = state;
+  }
+
+  /** For typed_state.ts: deletes the state without the typed state check. Computations call deleteState. */
+  deleteStateRaw(): void {
     this.stateOp = StateOp.Delete;
     this.newState = EMPTY;
+  }
+
+  /**
+   * Keeps a raw setState or deleteState from silently overwriting, or being
+   * overwritten by, unsaved typed cells: that is misuse, as in the Go SDK.
+   */
+  private checkRawState(call: string): bool {
+    const ts = this.typed;
+    if (ts !== null && ts.dirty) {
+      this.batch.misuse(call + " with unsaved typed state changes; call saveState or discardStateChanges first");
+      return false;
+    }
+    this.typed = null; // the next typed use reads the new state
+    return true;
+  }
+
+  /** Deletes the key's state. It is a guest failure in a map computation, or over unsaved typed state cells. */
+  deleteState(): void {
+    if (!this.requireTransform("deleteState")) return;
+    if (!this.checkRawState("deleteState")) return;
+    this.deleteStateRaw();
   }
 
   /**

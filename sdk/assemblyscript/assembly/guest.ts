@@ -118,6 +118,11 @@ export function processRegion(ptr: i32, len: i32): i64 {
   }
   batch.outputs = outputs;
   process(batch);
+  for (let i = 0; i < batch.keys.length; i++) {
+    const k = batch.keys[i];
+    const finish = k.typedFinish;
+    if (finish !== null) finish(k);
+  }
   const misuse = batch.misuseError;
   if (misuse !== null) {
     log(Level.Error, misuse);

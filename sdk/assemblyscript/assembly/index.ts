@@ -27,6 +27,11 @@ export { register, ProcessFunc, InitFunc } from "./guest";
 export { quote, quoteBytes, parseInt64, ParsedInt } from "./text";
 export { WindowSpec, Window, Aggregator, Windows, WINDOW_STATE_ERROR } from "./window";
 export { parseKey, KeyFields, KeyError, KeyValue, ParsedKey } from "./keyfields";
+export {
+  valueCell, listCell, mapCell, ValueCell, ListCell, MapCell, CellValue, CellItems, CellKeys, CellLen,
+  saveState, discardStateChanges, setStateLimit, stateLimitParam, checkTypedState, StateError, StateErrorKind,
+  MAX_STATE_PARAM, ABI_MAX_STATE_BYTES,
+} from "./typed_state";
 export { JoinRecord, JoinPair, Joiner, Enricher, IntervalJoin, EnrichJoin, JOIN_STATE_ERROR } from "./join";
 
 import { decodeUTF8, encodeUTF8 } from "./cbor";
