@@ -5,11 +5,9 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +17,7 @@ import (
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/engine"
-	flowhost "github.com/flowhost/flowhost/sdk/go"
+	"github.com/flowhost/flowhost/sdk/internal/keytest"
 )
 
 // keyfieldsBin builds the native driver testdata/keyfields/main.c with
@@ -43,51 +41,18 @@ var keyfieldsBin = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-type keyCase struct {
-	key   string
-	names []string
-}
-
-// goKeyLine is the driver's answer computed with the Go SDK's ParseKey:
-// the reference (see testdata/keyfields/main.c for the format).
-func goKeyLine(c keyCase) string {
-	kf, err := flowhost.ParseKey(c.key, c.names...)
-	if err != nil {
-		return "E " + hex.EncodeToString([]byte(err.Error()))
-	}
-	res := func(v string, err error) string {
-		if err != nil {
-			return "e" + hex.EncodeToString([]byte(err.Error()))
-		}
-		return "o" + hex.EncodeToString([]byte(v))
-	}
-	var f []string
-	for _, n := range append(append([]string{}, c.names...), "zz") {
-		r, err := kf.Raw(n)
-		f = append(f, res(string(r), err))
-		f = append(f, res(kf.String(n)))
-		i, err := kf.Int(n)
-		f = append(f, res(strconv.FormatInt(i, 10), err))
-		fl, err := kf.Float(n)
-		f = append(f, res(strconv.FormatUint(math.Float64bits(fl), 10), err))
-		b, err := kf.Bool(n)
-		f = append(f, res(strconv.FormatBool(b), err))
-	}
-	return strings.Join(f, " ")
-}
-
 // runKeyfields sends the cases to the C driver and returns its lines.
-func runKeyfields(t testing.TB, cases []keyCase) []string {
+func runKeyfields(t testing.TB, cases []keytest.Case) []string {
 	t.Helper()
 	bin, err := keyfieldsBin()
 	require.NoError(t, err)
 	var in bytes.Buffer
 	for _, c := range cases {
-		names := make([]string, len(c.names))
-		for i, n := range c.names {
+		names := make([]string, len(c.Names))
+		for i, n := range c.Names {
 			names[i] = hex.EncodeToString([]byte(n))
 		}
-		fmt.Fprintf(&in, "%s %s\n", hex.EncodeToString([]byte(c.key)), strings.Join(names, ","))
+		fmt.Fprintf(&in, "%s %s\n", hex.EncodeToString([]byte(c.Key)), strings.Join(names, ","))
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=0")
@@ -107,70 +72,13 @@ func runKeyfields(t testing.TB, cases []keyCase) []string {
 	return lines
 }
 
-func decodeKeyLine(l string) string {
-	var parts []string
-	for _, p := range strings.Fields(l) {
-		if len(p) > 1 && (p[0] == 'o' || p[0] == 'e') {
-			b, _ := hex.DecodeString(p[1:])
-			parts = append(parts, p[:1]+strconv.Quote(string(b)))
-		} else {
-			b, err := hex.DecodeString(p)
-			if err != nil {
-				parts = append(parts, p)
-			} else {
-				parts = append(parts, strconv.Quote(string(b)))
-			}
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
-// keyTable covers what the host writes and what it never does.
-var keyTable = []keyCase{
-	{`["o-17",3]`, []string{"id", "n"}},
-	{`["a\"b\\c\/\b\f\n\r\t\u00e9\u0000"]`, []string{"s"}},
-	{`["héllo 😀 日本"]`, []string{"s"}},
-	{`["\ud83d\ude00","\ud800","\udc00\ud800x","\ud800\u0041"]`, []string{"a", "b", "c", "d"}},
-	{`[0,-1,9223372036854775807,-9223372036854775808,9223372036854775808,-9223372036854775809,12345678901234567890123]`, []string{"a", "b", "c", "d", "e", "f", "g"}},
-	{`[1.5,-0.25,1e3,1E-3,-0,0.0,1e400,-1e400,1e-400,2.2250738585072014e-308]`, []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}},
-	{`[true,false,null]`, []string{"t", "f", "n"}},
-	{`[{"a":[1,{"b":null}]},[],{},[[["x"]]]]`, []string{"o", "e", "eo", "n"}},
-	{`["3","-4.5","1e2"," 3","abc","\u0033",""]`, []string{"a", "b", "c", "d", "e", "f", "g"}},
-	{` [ 1 , "a" ] `, []string{"x", "y"}},
-	{`[1]`, []string{"a", "b"}},
-	{`[1,2]`, []string{"a"}},
-	{`[]`, nil},
-	{`[]`, []string{"a"}},
-	{``, nil},
-	{``, []string{"a", "b"}},
-	{`null`, nil},
-	{`null`, []string{"a"}},
-	{`{"a":1}`, []string{"a"}},
-	{`"x"`, []string{"a"}},
-	{`[1,]`, []string{"a"}},
-	{`[01]`, []string{"a"}},
-	{`[1.]`, []string{"a"}},
-	{`[-]`, []string{"a"}},
-	{`["\x"]`, []string{"a"}},
-	{`["\u12"]`, []string{"a"}},
-	{"[\"a\tb\"]", []string{"a"}},
-	{`[tru]`, []string{"a"}},
-	{`[1] x`, []string{"a"}},
-	{`[1][2]`, []string{"a"}},
-	{`[{"a" 1}]`, []string{"a"}},
-	{`[{1:2}]`, []string{"a"}},
-	{`[{"a":1,}]`, []string{"a"}},
-	{`[1 2]`, []string{"a"}},
-	{`[NaN]`, []string{"a"}},
-	{`["x"]`, []string{"a\"b\n"}},
-	// Bytes a C key may hold: NUL, invalid UTF-8 (U+FFFD each, as Go).
-	{"\x00", []string{"a"}},
-	{"[\"a\x00b\xff\xc3\xed\xa0\x80\xf4\x90\x80\x80\xe2\x82\"]", []string{"a"}},
-	{"[\"\xff1\"]", []string{"a"}},
-	{strings.Repeat("[", 10000) + strings.Repeat("]", 10000), nil},
-	{"[" + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + "]", []string{"a"}},
-	{"[" + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + "]", []string{"a"}},
-}
+// keyTable is keytest's table and the bytes a C key may hold: NUL,
+// invalid UTF-8 (U+FFFD each, as Go).
+var keyTable = append(keytest.Table(),
+	keytest.Case{Key: "\x00", Names: []string{"a"}},
+	keytest.Case{Key: "[\"a\x00b\xff\xc3\xed\xa0\x80\xf4\x90\x80\x80\xe2\x82\"]", Names: []string{"a"}},
+	keytest.Case{Key: "[\"\xff1\"]", Names: []string{"a"}},
+)
 
 // TestParseKeyLikeGo runs the C SDK's fh_parse_key (natively, with
 // sanitizers, through testdata/keyfields/main.c) over the table and requires every accessor's
@@ -178,9 +86,9 @@ var keyTable = []keyCase{
 func TestParseKeyLikeGo(t *testing.T) {
 	lines := runKeyfields(t, keyTable)
 	for i, c := range keyTable {
-		want := goKeyLine(c)
+		want := keytest.GoLine(c)
 		if want != lines[i] {
-			t.Errorf("key %.80q names %q:\n    c %s\n   go %s", c.key, c.names, decodeKeyLine(lines[i]), decodeKeyLine(want))
+			t.Errorf("key %.80q names %q:\n    c %s\n   go %s", c.Key, c.Names, keytest.DecodeLine(lines[i]), keytest.DecodeLine(want))
 		}
 	}
 }
@@ -193,22 +101,22 @@ func TestParseKeyGuestLikeGo(t *testing.T) {
 	inst, _ := instanceWith(t, keyGuest, engine.NewConfig())
 	initWith(t, inst, "keyfields", abi.KindTransform, nil, "out")
 	for _, c := range keyTable {
-		if !utf8.ValidString(c.key) {
+		if !utf8.ValidString(c.Key) {
 			continue // a key is CBOR text: the envelope refuses invalid UTF-8 (the native test covers it)
 		}
-		names := make([]string, len(c.names))
-		for i, n := range c.names {
+		names := make([]string, len(c.Names))
+		for i, n := range c.Names {
 			names[i] = hex.EncodeToString([]byte(n))
 		}
 		req := &abi.Request{ABI: abi.Version, Computation: "keyfields", Kind: abi.KindTransform, Epoch: 1,
-			Keys: []abi.RequestKey{{Key: c.key, Messages: []abi.Message{{ID: "m", Stream: "in", Payload: []byte(strings.Join(names, ","))}}}}}
+			Keys: []abi.RequestKey{{Key: c.Key, Messages: []abi.Message{{ID: "m", Stream: "in", Payload: []byte(strings.Join(names, ","))}}}}}
 		resp, err := abi.DecodeResponse(process(t, inst, req), abi.ResponseLimits{})
 		require.NoError(t, err)
 		require.NoError(t, abi.ValidateResponse(resp, req, []string{"out"}))
 		require.Len(t, resp.Keys, 1)
-		require.Len(t, resp.Keys[0].Emits, 1, "key %.80q: %s", c.key, resp.Keys[0].Error)
-		if got, want := string(resp.Keys[0].Emits[0].Payload), goKeyLine(c); got != want {
-			t.Errorf("key %.80q names %q:\n    c %s\n   go %s", c.key, c.names, decodeKeyLine(got), decodeKeyLine(want))
+		require.Len(t, resp.Keys[0].Emits, 1, "key %.80q: %s", c.Key, resp.Keys[0].Error)
+		if got, want := string(resp.Keys[0].Emits[0].Payload), keytest.GoLine(c); got != want {
+			t.Errorf("key %.80q names %q:\n    c %s\n   go %s", c.Key, c.Names, keytest.DecodeLine(got), keytest.DecodeLine(want))
 		}
 	}
 }
@@ -217,15 +125,15 @@ func TestParseKeyGuestLikeGo(t *testing.T) {
 // arbitrary keys, invalid UTF-8 included, of none to three fields.
 func FuzzParseKeyLikeGo(f *testing.F) {
 	for _, c := range keyTable {
-		if len(c.key) < 1000 {
-			f.Add(c.key, uint8(len(c.names)))
+		if len(c.Key) < 1000 {
+			f.Add(c.Key, uint8(len(c.Names)))
 		}
 	}
 	f.Fuzz(func(t *testing.T, key string, n uint8) {
-		c := keyCase{key: key, names: []string{"a", "b", "c"}[:n%4]}
-		got := runKeyfields(t, []keyCase{c})[0]
-		if want := goKeyLine(c); got != want {
-			t.Fatalf("key %q:\n    c %s\n   go %s", key, decodeKeyLine(got), decodeKeyLine(want))
+		c := keytest.Case{Key: key, Names: []string{"a", "b", "c"}[:n%4]}
+		got := runKeyfields(t, []keytest.Case{c})[0]
+		if want := keytest.GoLine(c); got != want {
+			t.Fatalf("key %q:\n    c %s\n   go %s", key, keytest.DecodeLine(got), keytest.DecodeLine(want))
 		}
 	})
 }
