@@ -3116,7 +3116,12 @@ static void quote_byte(char *dst, size_t cap, uint8_t c) {
     }
 }
 
-static void jr_header(join_reader *r, uint8_t kind) {
+/* jr_start starts r on the state b of len bytes and reads its header:
+ * the version, and the kind a decoder of that kind expects. */
+static void jr_start(join_reader *r, const uint8_t *b, size_t len, uint8_t kind) {
+    memset(r, 0, sizeof *r);
+    r->b = b;
+    r->len = len;
     char f[64];
     uint8_t v = jr_byte(r, "version");
     if (!r->failed && v != JOIN_STATE_VERSION) {
@@ -3275,10 +3280,7 @@ void fh_interval_join_free(fh_interval_join *j) {
  * b), or returns false with r->err set (r->failed) or, when memory ran
  * out, r->failed false. */
 static bool interval_decode(const uint8_t *b, size_t len, held_list *h, join_reader *r) {
-    memset(r, 0, sizeof *r);
-    r->b = b;
-    r->len = len;
-    jr_header(r, JOIN_KIND_INTERVAL);
+    jr_start(r, b, len, JOIN_KIND_INTERVAL);
     uint64_t n = jr_uvarint(r, "record count");
     if (!r->failed && n > len) {
         jr_fail(r, "record count larger than the state");
@@ -3634,10 +3636,7 @@ void fh_enrich_join_free(fh_enrich_join *e) {
 /* enrich_decode reads an enrichment state into v (pointing into b), or
  * returns false with r->err set. */
 static bool enrich_decode(const uint8_t *b, size_t len, fh_join_record *v, join_reader *r) {
-    memset(r, 0, sizeof *r);
-    r->b = b;
-    r->len = len;
-    jr_header(r, JOIN_KIND_ENRICH);
+    jr_start(r, b, len, JOIN_KIND_ENRICH);
     memset(v, 0, sizeof *v);
     v->input = -1;
     v->event_ts = jr_varint(r, "ts");
