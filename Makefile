@@ -69,8 +69,9 @@ unit:
 	# under the race detector (wazero compiles the 4 MB Go guest ten times
 	# slower), so they run here without it rather than not at all.
 	$(GO) test -count=1 ./sdk/wat/
-	# The hostile-plugin suite measures the well-behaved tenant's
-	# throughput, which the race detector distorts; it runs here without it.
+	# The hostile-plugin suite takes minutes under the race detector
+	# (wazero compiles its Go guests ten times slower); it runs here
+	# without it.
 	$(GO) test -count=1 -timeout 15m -run '^TestHostilePluginsBesideAGoodOne$$' ./host/
 	# Without cgo (or with -tags nowasmtime) flowhost builds without the
 	# wasmtime engine and says so when a plugin asks for it.
