@@ -328,14 +328,23 @@ func TestWorkersAreSharedByTenantWeight(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			// Each call's own measured time, not its nominal cost: the
+			// scheduler charges the time a batch held the worker, and on a
+			// loaded machine a sleep overshoots by a varying amount.
+			type call struct {
+				name string
+				held time.Duration
+			}
 			var mu sync.Mutex
-			var order []string
+			var order []call
 			busy := func(name string, cost time.Duration) compute.Factory {
 				return compute.Native(func(ctx context.Context, req *abi.Request) (*abi.Response, error) {
-					mu.Lock()
-					order = append(order, name)
-					mu.Unlock()
+					start := time.Now()
 					time.Sleep(cost) // the guest at work, holding its worker
+					held := time.Since(start)
+					mu.Lock()
+					order = append(order, call{name, held})
+					mu.Unlock()
 					return &abi.Response{}, nil
 				})
 			}
@@ -358,18 +367,20 @@ func TestWorkersAreSharedByTenantWeight(t *testing.T) {
 			// sources warm up, and stop when either tenant is done with
 			// three quarters of its input.
 			var light, heavy int
-			for _, name := range order[50:] {
-				if name == "light" {
+			var lightTime, heavyTime time.Duration
+			for _, c := range order[50:] {
+				if c.name == "light" {
 					light++
+					lightTime += c.held
 				} else {
 					heavy++
+					heavyTime += c.held
 				}
 				if light == 600 || heavy == 150 {
 					break
 				}
 			}
-			lightTime, heavyTime := float64(light)*c.lightCost.Seconds(), float64(heavy)*c.heavyCost.Seconds()
-			share := heavyTime / (heavyTime + lightTime)
+			share := heavyTime.Seconds() / (heavyTime + lightTime).Seconds()
 			require.InDelta(t, c.heavyShare, share, 0.1, "heavy got %d batches, light %d", heavy, light)
 			v, ok := seriesValue(t, rt, "flowhost_tenant_worker_seconds_total", map[string]string{"tenant": "heavy"})
 			require.True(t, ok)
