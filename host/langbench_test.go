@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/host"
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/engine"
@@ -109,6 +110,23 @@ func wasmFactory(tb testing.TB, wasm []byte) compute.Factory {
 	return &compute.WASM{Module: mod}
 }
 
+// wasmtimeFactory compiles wasm on wasmtime as flowhost run gives a
+// plugin that names no engine: interruptible, with the operator's default
+// CPU limit per batch (host.DefaultCPUPerBatch), compilation cache in
+// benchCacheDir. It skips, saying so, in a build without wasmtime.
+func wasmtimeFactory(tb testing.TB, wasm []byte) compute.Factory {
+	if !engine.WasmtimeAvailable {
+		tb.Skip("this build has no wasmtime engine (cgo disabled or -tags nowasmtime)")
+	}
+	ctx := context.Background()
+	eng, err := engine.NewWasmtime(engine.NewConfig().WithInterruptible(true).WithCompilationCacheDir(benchCacheDir))
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = eng.Close(ctx) })
+	mod, err := eng.Compile(ctx, "identity", wasm)
+	require.NoError(tb, err)
+	return &compute.WASM{Module: mod, BatchTimeout: host.DefaultCPUPerBatch}
+}
+
 // startup is what a fresh engine takes from a module's bytes to an
 // instance ready for its first batch: creating the engine, compiling the
 // module (or loading it from cacheDir, when not empty), instantiating it
@@ -150,8 +168,11 @@ func medianStartup(tb testing.TB, wasm []byte, cacheDir string, runs int) float6
 // partition, so that one instance does all the guest work), after native
 // Go in the same run, and reports per language:
 //
-//   - msgs/s, and x-native: msgs/s over native Go's msgs/s of this run;
-//   - wasm-bytes: the size of the module;
+//   - msgs/s, and x-native: msgs/s over native Go's msgs/s of this run,
+//     on wazero without a CPU limit (LANG/wazero) and on wasmtime with
+//     the default one (LANG/wasmtime, what flowhost run gives a plugin
+//     that names no engine);
+//   - wasm-bytes: the size of the module (wazero rows);
 //   - cold-ms: a fresh engine compiling the module without a compilation
 //     cache, instantiating and initialising it (median of three);
 //   - warm-ms: the same with the module already in the compilation cache.
@@ -189,12 +210,17 @@ func BenchmarkIdentityLanguages(b *testing.B) {
 		b.ReportMetric(1, "x-native")
 	})
 	for _, g := range identityGuests {
-		b.Run(g.lang, func(b *testing.B) {
+		reference := func(b *testing.B) {
 			if native == 0 { // the native sub-benchmark was filtered out
 				start := time.Now()
 				runIdentity(b, compute.Native(nativeIdentity), n, partitions)
 				native = float64(n) / time.Since(start).Seconds()
 			}
+		}
+		// wazero without a CPU limit, its fastest; startups are
+		// wazero's.
+		b.Run(g.lang+"/wazero", func(b *testing.B) {
+			reference(b)
 			wasm := g.build(b)
 			f := wasmFactory(b, wasm) // also fills the cache for warm-ms
 			rate := throughput(b, f)
@@ -202,6 +228,13 @@ func BenchmarkIdentityLanguages(b *testing.B) {
 			b.ReportMetric(float64(len(wasm)), "wasm-bytes")
 			b.ReportMetric(medianStartup(b, wasm, "", startups), "cold-ms")
 			b.ReportMetric(medianStartup(b, wasm, benchCacheDir, startups), "warm-ms")
+		})
+		// What flowhost run gives a plugin that names no engine: the
+		// default engine with the default CPU limit.
+		b.Run(g.lang+"/wasmtime", func(b *testing.B) {
+			reference(b)
+			rate := throughput(b, wasmtimeFactory(b, g.build(b)))
+			b.ReportMetric(rate/native, "x-native")
 		})
 	}
 }

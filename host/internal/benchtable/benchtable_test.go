@@ -16,7 +16,8 @@ cpu: AMD EPYC
 BenchmarkLimit-2   	       1	 292732908 ns/op	        96.00 B/msg	   3416189 msgs/s
 BenchmarkIdentityLanguages
 BenchmarkIdentityLanguages/native-2         	       1	3000000000 ns/op	300000 msgs/s	 1.000 x-native
-BenchmarkIdentityLanguages/c-2              	       1	6000000000 ns/op	150000 msgs/s	 0.5000 x-native
+BenchmarkIdentityLanguages/c/wazero-2       	       1	6000000000 ns/op	150000 msgs/s	 0.5000 x-native
+BenchmarkIdentityLanguages/c/wasmtime-2     	       1	4000000000 ns/op	225000 msgs/s	 0.7500 x-native
 BenchmarkExactlyOnce/partitions=1-2 	       1	9 ns/op	120000 exactly-once-msgs/s	 300000 memory-msgs/s
 PASS
 ok  	github.com/flowhost/flowhost/host	12.3s
@@ -60,9 +61,12 @@ func TestRender(t *testing.T) {
 	var out strings.Builder
 	missing := Render(&out, Rows, results)
 	require.Equal(t, []string{
-		"BenchmarkIdentityLanguages/rust msgs/s",
-		"BenchmarkIdentityLanguages/assemblyscript msgs/s",
-		"BenchmarkIdentityLanguages/go msgs/s",
+		"BenchmarkIdentityLanguages/rust/wasmtime msgs/s",
+		"BenchmarkIdentityLanguages/rust/wazero msgs/s",
+		"BenchmarkIdentityLanguages/assemblyscript/wasmtime msgs/s",
+		"BenchmarkIdentityLanguages/assemblyscript/wazero msgs/s",
+		"BenchmarkIdentityLanguages/go/wasmtime msgs/s",
+		"BenchmarkIdentityLanguages/go/wazero msgs/s",
 		"BenchmarkExactlyOnce/partitions=2 exactly-once-msgs/s",
 		"BenchmarkBenthos/wazero msgs/s",
 		"BenchmarkSameProcess benthos-wazero-msgs/s",
@@ -71,10 +75,14 @@ func TestRender(t *testing.T) {
 |---|---:|---:|
 | limit baseline: generate the records and count them, no host | 3.42M | 11.39 |
 | flowhost native Go, 1 partition | 300k | 1.00 |
-| flowhost C guest (wazero) | 150k | 0.50 |
-| flowhost Rust guest (wazero) | missing | - |
-| flowhost AssemblyScript guest (wazero) | missing | - |
-| flowhost Go guest (wazero) | missing | - |
+| flowhost C guest, wasmtime with the CPU limit (the default) | 225k | 0.75 |
+| flowhost C guest, wazero without a CPU limit | 150k | 0.50 |
+| flowhost Rust guest, wasmtime with the CPU limit (the default) | missing | - |
+| flowhost Rust guest, wazero without a CPU limit | missing | - |
+| flowhost AssemblyScript guest, wasmtime with the CPU limit (the default) | missing | - |
+| flowhost AssemblyScript guest, wazero without a CPU limit | missing | - |
+| flowhost Go guest, wasmtime with the CPU limit (the default) | missing | - |
+| flowhost Go guest, wazero without a CPU limit | missing | - |
 | flowhost native, exactly-once, 1 partition | 120k | 0.40 |
 | flowhost native, exactly-once, 2 partitions | missing | - |
 | Benthos v4, no-op batch processor | 624k | 2.08 |
