@@ -16,8 +16,9 @@ import (
 
 // TestTenantsHaveTheirOwnPlugins gives two tenants a plugin of the same
 // name, each in its own plugin directory: one well-behaved, one that
-// traps, with the wasmtime engine chosen by the tenant for the plugin
-// whose manifest names none, and a broken plugin beside it. Each
+// traps, with the engine chosen by each tenant for plugins whose manifest
+// names none (a third tenant names none: the host's DefaultEngine), and a
+// broken plugin beside it. Each
 // computation runs its own tenant's plugin: the first one's sink gets
 // every record, the second one's records are all dead-lettered naming
 // its tenant's plugin; the broken plugin is reported, not fatal.
@@ -38,16 +39,19 @@ func TestTenantsHaveTheirOwnPlugins(t *testing.T) {
 	require.NoError(t, os.WriteFile(specPath, []byte(`
 name: two-tenants
 tenants:
-  - {name: acme, plugin_dirs: [acme]}
+  - {name: acme, plugin_dirs: [acme], engine: wazero}
   - {name: globex, plugin_dirs: [globex], engine: wasmtime}
+  - {name: initech, plugin_dirs: [acme]}
 sources:
   - {name: in, type: file, stream: in, file: {path: in.jsonl}}
 computations:
   - {name: a, plugin: p, tenant: acme, group_by: [k], input_streams: [in], output_streams: [a-out]}
   - {name: g, plugin: p, tenant: globex, group_by: [k], input_streams: [in], output_streams: [g-out], on_failure: {retries: 0}}
+  - {name: i, plugin: p, tenant: initech, group_by: [k], input_streams: [in], output_streams: [i-out]}
 sinks:
   - {name: a-sink, type: file, streams: [a-out], file: {path: a.jsonl}}
   - {name: g-sink, type: file, streams: [g-out], file: {path: g.jsonl}}
+  - {name: i-sink, type: file, streams: [i-out], file: {path: i.jsonl}}
 dead_letter: {type: file, file: {path: dead.jsonl}}
 `), 0o644))
 	var logs lockedBuffer
@@ -61,6 +65,9 @@ dead_letter: {type: file, file: {path: dead.jsonl}}
 	a, err := os.ReadFile(filepath.Join(dir, "a.jsonl"))
 	require.NoError(t, err)
 	require.Len(t, strings.Split(strings.TrimSpace(string(a)), "\n"), 50, "acme's plugin passes every record")
+	i, err := os.ReadFile(filepath.Join(dir, "i.jsonl"))
+	require.NoError(t, err)
+	require.Len(t, strings.Split(strings.TrimSpace(string(i)), "\n"), 50, "initech's plugin (acme's, on the default engine) passes every record")
 	g, err := os.ReadFile(filepath.Join(dir, "g.jsonl"))
 	require.NoError(t, err)
 	require.Empty(t, g, "globex's plugin traps")
@@ -81,5 +88,7 @@ dead_letter: {type: file, file: {path: dead.jsonl}}
 	require.ElementsMatch(t, []string{
 		"tenant=acme engine=wazero memory_pages=1024 batch_timeout=5s max_response_bytes=67108864",
 		"tenant=globex engine=wasmtime memory_pages=1024 batch_timeout=5s max_response_bytes=67108864",
+		// Neither the manifest nor the tenant names one: the host's default.
+		"tenant=initech engine=" + string(host.DefaultEngine) + " memory_pages=1024 batch_timeout=5s max_response_bytes=67108864",
 	}, engines, "each tenant's engine and quotas")
 }

@@ -43,7 +43,7 @@ limits:
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(p.Manifest.Name, p.Manifest.Version, p.Manifest.Kinds, p.Manifest.Engine)
+	fmt.Println(p.Manifest.Name, p.Manifest.Version, p.Manifest.Kinds, p.Manifest.Engine == plugins.EngineDefault)
 	fmt.Println("batch timeout:", p.Manifest.Limits.BatchTimeout)
 	fmt.Println("parameters:", p.Manifest.MergeParameters(map[string]any{"window": "5m"}))
 	fmt.Println("problems:", plugins.Validate(p))
@@ -51,7 +51,7 @@ limits:
 	_, err = catalog.Lookup("order-split")
 	fmt.Println(err)
 	// Output:
-	// order-join 1.2.0 [transform] wazero
+	// order-join 1.2.0 [transform] true
 	// batch timeout: 5s
 	// parameters: map[window:5m]
 	// problems: []

@@ -34,7 +34,12 @@ const (
 type Engine string
 
 const (
-	// EngineWazero is the default engine, pure Go.
+	// EngineDefault (no engine named) leaves the choice to the host: a
+	// flowhost built with cgo runs such plugins on wasmtime, one without
+	// on wazero (see the host's README, "Which engine is the default").
+	EngineDefault Engine = ""
+	// EngineWazero is the pure-Go engine: no cgo, the cheapest calls on
+	// tiny batches without limits.
 	EngineWazero Engine = "wazero"
 	// EngineWasmtime is the second engine (fuel and epoch limits).
 	EngineWasmtime Engine = "wasmtime"
@@ -67,7 +72,7 @@ type Capabilities struct {
 // [ParseManifest] satisfies every rule in README.md: required fields are
 // present, ABI equals abi.Version, Wasm stays inside the plugin directory,
 // SHA256 is 64 lowercase hex digits, Kinds is non-empty without repeats and
-// Engine is set (EngineWazero when the manifest names none).
+// Engine is a known engine or EngineDefault when the manifest names none.
 type Manifest struct {
 	// Name identifies the plugin in pipelines; unique within a [Catalog].
 	Name string
@@ -92,11 +97,9 @@ type Manifest struct {
 	Limits Limits
 	// Capabilities the plugin is granted.
 	Capabilities Capabilities
-	// Engine the plugin asks to run on.
+	// Engine the plugin asks to run on; EngineDefault leaves it to its
+	// tenant's engine, then to the host's default.
 	Engine Engine
-	// EngineNamed reports whether the manifest names Engine itself; a
-	// tenant's engine applies to plugins whose manifest names none.
-	EngineNamed bool
 }
 
 // Serves reports whether the plugin declares kind k.

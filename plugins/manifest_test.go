@@ -33,7 +33,6 @@ func TestParseManifestFull(t *testing.T) {
 		},
 		Capabilities: Capabilities{Clock: true, ReadOnlyDirs: []string{"data", "ref"}},
 		Engine:       EngineWasmtime,
-		EngineNamed:  true,
 	}, m)
 	require.True(t, m.Serves(KindMap))
 }
@@ -41,7 +40,7 @@ func TestParseManifestFull(t *testing.T) {
 func TestParseManifestDefaults(t *testing.T) {
 	m, err := ParseManifest(testManifestPath, []byte(validManifest))
 	require.NoError(t, err)
-	require.Equal(t, EngineWazero, m.Engine)
+	require.Equal(t, EngineDefault, m.Engine)
 	require.Zero(t, m.Limits)
 	require.Zero(t, m.Capabilities)
 	require.Nil(t, m.Parameters)

@@ -436,7 +436,7 @@ func (p *manifestParser) manifest(body ast.Node) *Manifest {
 		p.errorf(posOf(body, pos{1, 1}), "", "%s", msg)
 		return nil
 	}
-	m := &Manifest{Engine: EngineWazero}
+	m := &Manifest{}
 	seen := map[string]bool{}
 	for _, e := range p.entries("", root, topFields) {
 		seen[e.key] = true
@@ -490,7 +490,7 @@ func (p *manifestParser) manifest(body ast.Node) *Manifest {
 			m.Capabilities = p.capabilities(e)
 		case "engine":
 			if s, ok := p.str(e); ok && p.check(e, checkEngine(s)) {
-				m.Engine, m.EngineNamed = Engine(s), true
+				m.Engine = Engine(s)
 			}
 		}
 	}
