@@ -164,7 +164,7 @@ func intervalModel(in []joinRecord, wm []int64) map[string][]winOut {
 				continue
 			}
 			lt, rt, lp, rp := h.ts, n.ts, h.payload, n.payload
-			if n.right == false {
+			if !n.right {
 				lt, rt, lp, rp = n.ts, h.ts, n.payload, h.payload
 			}
 			if d := rt - lt; joinLower <= d && d <= joinUpper {
