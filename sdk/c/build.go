@@ -24,7 +24,7 @@ import (
 	"strings"
 )
 
-//go:embed flowhost.h flowhost.c cbor.h cbor.c typed_state.h typed_state.c conformance/main.c windowguest/main.c
+//go:embed flowhost.h flowhost.c cbor.h cbor.c typed_state.h typed_state.c conformance/main.c windowguest/main.c joinguest/main.c
 var files embed.FS
 
 // sdkHeaders and sdkSources are the SDK's files a guest is compiled with.
@@ -174,6 +174,16 @@ func BuildConformanceGuest(outDir string) (string, error) {
 // packages to install, when the toolchain is missing.
 func BuildWindowGuest(outDir string) (wasmPath string, err error) {
 	return buildEmbedded("windowguest/main.c", filepath.Join(outDir, "cwindowguest.wasm"))
+}
+
+// BuildJoinGuest builds the C SDK's join conformance guest
+// (joinguest/main.c, the behaviour of sdk/conformance's join guest: the
+// interval join of "left" and "right" with bounds lower_ns and upper_ns,
+// or the enrichment of "events" by "table", chosen by the parameter join)
+// into outDir as cjoinguest.wasm and returns its path. It fails, naming
+// the packages to install, when the toolchain is missing.
+func BuildJoinGuest(outDir string) (wasmPath string, err error) {
+	return buildEmbedded("joinguest/main.c", filepath.Join(outDir, "cjoinguest.wasm"))
 }
 
 // buildEmbedded builds one embedded guest source into out.

@@ -61,13 +61,14 @@ const (
 	windowGuest      = "window-guest"
 	windowConcat     = "window-concat"
 	joinGuest        = "join-guest"
+	joinConformance  = "join-conformance"
 	typedStateGuest  = "typed-state"
 	keyGuest         = "key-guest"
 )
 
 // allGuests are every guest the tests build: those of guestSources and
 // the conformance guest.
-var allGuests = []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat, joinGuest, typedStateGuest, keyGuest}
+var allGuests = []string{testGuest, conformanceGuest, windowCount, cxxGuest, windowGuest, windowConcat, joinGuest, joinConformance, typedStateGuest, keyGuest}
 
 var guestSources = map[string][]string{
 	testGuest:       {"testdata/guest/main.c"},
@@ -76,6 +77,7 @@ var guestSources = map[string][]string{
 	windowGuest:     {"windowguest/main.c"},
 	windowConcat:    {"testdata/windowconcat/main.c"},
 	joinGuest:       {"testdata/joinguest/main.c"},
+	joinConformance: {"joinguest/main.c"},
 	typedStateGuest: {"testdata/typedstate/main.c"},
 	keyGuest:        {"testdata/keyguest/main.c"},
 }

@@ -48,6 +48,15 @@ func BuildWindowGuest(outDir string) (string, error) {
 	return buildGo(outDir, "windowguest")
 }
 
+// BuildJoinGuest compiles the Go join conformance guest (./joinguest, the
+// SDK's interval and enrichment join helpers, chosen by the parameter
+// join; README.md, "The join guest") into outDir as joinguest.wasm, as
+// BuildGoGuest builds the script guest, and returns its path. It fails,
+// never skips, when the go tool is missing.
+func BuildJoinGuest(outDir string) (wasmPath string, err error) {
+	return buildGo(outDir, "joinguest")
+}
+
 // buildGo builds the guest in the directory pkg next to this file.
 func buildGo(outDir, pkg string) (string, error) {
 	_, self, _, ok := runtime.Caller(0)

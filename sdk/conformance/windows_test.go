@@ -2,11 +2,7 @@ package conformance_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -83,26 +79,24 @@ func windowInput(seed uint64, n int, withLate bool) []winRecord {
 // published before it: the newest event time before it less the bound
 // (ordering.SourceWatermark, one partition).
 func sourceLate(in []winRecord, j int) bool {
-	newest := int64(math.MinInt64)
-	for _, r := range in[:j] {
-		newest = max(newest, r.ts)
-	}
-	return j > 0 && in[j].ts < newest-winBound
+	return behindSource(winTimed(in), j, winBound)
 }
 
 // steps cuts in before every record that is late for the source, so that
 // each step holds at most one such record, its first. See windowModel for
 // why this makes the timers' positions computable.
 func steps(in []winRecord) [][]winRecord {
-	var out [][]winRecord
-	start := 0
-	for j := 1; j < len(in); j++ {
-		if sourceLate(in, j) {
-			out = append(out, in[start:j])
-			start = j
-		}
+	ts := winTimed(in)
+	return cutSteps(in, func(j int) bool { return behindSource(ts, j, winBound) })
+}
+
+// winTimed is in as the timer rule sees it: one source stream.
+func winTimed(in []winRecord) []timed {
+	out := make([]timed, len(in))
+	for i, r := range in {
+		out[i] = timed{"records", r.ts}
 	}
-	return append(out, in[start:])
+	return out
 }
 
 // winOut is one output record as compared: its stream, payload and event
@@ -117,43 +111,13 @@ func (o winOut) String() string { return fmt.Sprintf("%s %d %s", o.stream, o.ts,
 
 // timerWatermarks returns, for each position l (just before in[l]; l =
 // len(in) is after the last record), the timer watermark the host reaches
-// there (host/spec/README.md, "When a timer fires": the input event
-// watermark lowered to the smallest event time of the messages held at l
-// or later; the partition waits for it while a pending timer could still
-// fall before in[l]).
-//
-// The input arrives in steps. Within a step every record but the first is
-// on time for the source (at or above the watermark published before it),
-// so the timer watermark at l only grows as more of the step arrives, and
-// its final value does not depend on when the source handed records over:
-// min(the source watermark after the step, the smallest event time from l
-// to the step's end). After the last step the inputs finish (the end of
-// time). A record late for the source is the first of its step, which
-// begins only after the earlier steps were processed to the end: without
-// that cut, whether a timer fires before it depends on whether it had
-// reached the partition, which the input does not decide.
+// there: stepTimerWatermarks for the one source stream.
 func timerWatermarks(stepsIn [][]winRecord, finishes bool) []int64 {
-	var wm []int64
-	newest := int64(math.MinInt64)
-	for s, step := range stepsIn {
-		for _, r := range step {
-			newest = max(newest, r.ts)
-		}
-		end := newest - winBound // the source watermark after this step
-		if finishes && s == len(stepsIn)-1 {
-			end = math.MaxInt64
-		}
-		mins := make([]int64, len(step))
-		low := int64(math.MaxInt64)
-		for i := len(step) - 1; i >= 0; i-- {
-			low = min(low, step[i].ts)
-			mins[i] = low
-		}
-		for i := range step {
-			wm = append(wm, min(end, mins[i]))
-		}
+	st := make([][]timed, len(stepsIn))
+	for i, step := range stepsIn {
+		st[i] = winTimed(step)
 	}
-	return append(wm, math.MaxInt64)
+	return stepTimerWatermarks(st, []string{"records"}, winBound, finishes)
 }
 
 // windowModel computes every key's expected outputs from the input alone,
@@ -304,21 +268,7 @@ sinks:
 // windowPlugin builds the language's window guest once into a plugin
 // directory (the module and a plugin.yaml naming it window-guest).
 func windowPlugin(t *testing.T, g string, build func(string) (string, error), dir string) string {
-	out := filepath.Join(dir, g)
-	require.NoError(t, os.MkdirAll(out, 0o755))
-	wasm, err := build(out)
-	require.NoError(t, err, "building the %s window guest", g)
-	data, err := os.ReadFile(wasm)
-	require.NoError(t, err)
-	sum := sha256.Sum256(data)
-	manifest := fmt.Sprintf("name: window-guest\nversion: 1.0.0\nabi: 1\nkinds: [transform]\nwasm: %s\nsha256: %s\n", filepath.Base(wasm), hex.EncodeToString(sum[:]))
-	require.NoError(t, os.WriteFile(filepath.Join(out, "plugin.yaml"), []byte(manifest), 0o644))
-	if raceEnabled {
-		// Compiled under the race detector, the guest would take ten
-		// times longer, in each of the parallel runs at once.
-		precompile(windowCacheDir, []string{wasm})
-	}
-	return out
+	return guestPlugin(t, "window-guest", g, build, dir, windowCacheDir)
 }
 
 // windowCacheDir keeps the compiled window guests between runs, as
@@ -331,34 +281,7 @@ var windowCacheDir = filepath.Join(os.TempDir(), "flowhost-conformance-windows-c
 // host's trace names: a result's parent is the timer that fired it, a
 // late record's is itself.
 func byKey(t *testing.T, recs map[string][]connect.SinkRecord, trace *syncBuffer, names map[string]string) map[string][]winOut {
-	delivered := map[string]string{} // message or timer id -> key text
-	trace.mu.Lock()
-	lines := trace.buf.String()
-	trace.mu.Unlock()
-	for line := range strings.Lines(lines) {
-		var tr runtime.TraceRecord
-		require.NoError(t, json.Unmarshal([]byte(line), &tr), "trace line %q", line)
-		if k, ok := delivered[tr.MessageID]; ok {
-			require.Equal(t, k, tr.Key, "trace: %s delivered under two keys", tr.MessageID)
-		}
-		delivered[tr.MessageID] = tr.Key
-	}
-	got := map[string][]winOut{}
-	for _, stream := range []string{"windows", "late"} {
-		for _, r := range recs[stream] {
-			key := r.Key
-			if key == "" {
-				require.Len(t, r.Parents, 1, "stream %s: output %s", stream, r.MessageID)
-				var ok bool
-				key, ok = delivered[r.Parents[0]]
-				require.True(t, ok, "stream %s: output %s: its parent %s is in no delivery of the trace", stream, r.MessageID, r.Parents[0])
-			}
-			name, ok := names[key]
-			require.True(t, ok, "stream %s: an output under key %q, which no input has", stream, key)
-			got[name] = append(got[name], winOut{stream, string(r.Payload), r.EventTS})
-		}
-	}
-	return got
+	return outputsByKey(t, recs, []string{"windows", "late"}, trace, names)
 }
 
 // TestWindowsThroughHost runs every registered window guest through the

@@ -1,0 +1,17 @@
+package conformance_test
+
+import (
+	"github.com/flowhost/flowhost/sdk/c"
+	"github.com/flowhost/flowhost/sdk/conformance"
+)
+
+// joinGuests are the languages whose join guest (README.md, "The join
+// guest"; the contract of sdk/JOINS.md) runs through the real host in
+// TestJoinsThroughHost, each built by its own SDK package.
+var joinGuests = []conformance.Guest{
+	{Name: "go", Build: conformance.BuildJoinGuest},
+	{Name: "c", Build: c.BuildJoinGuest},
+	// Rust (rust.BuildJoinGuest, sdk/rust/joinguest) and AssemblyScript
+	// (assemblyscript.BuildJoinGuest, sdk/assemblyscript/joinguest) are
+	// added here by the lead when their join guests land.
+}
