@@ -64,6 +64,7 @@ mod envelope;
 mod error;
 mod guest;
 mod join;
+mod json;
 mod key_fields;
 mod log;
 mod params;

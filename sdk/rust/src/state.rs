@@ -51,20 +51,19 @@ impl Codec for Cbor {
     }
 }
 
-/// JSON elements written as Go's encoding/json writes them (maps sorted by
-/// key, `<`, `>`, `&` escaped). The offline crate set has no serde_json,
-/// so values go through serde_cbor's Value. Struct fields come out sorted
-/// by name (Go keeps declaration order): use maps or primitives for
-/// elements that Go and Rust guests share.
+/// JSON elements written byte for byte as Go's `json.Marshal` writes the
+/// corresponding Go value: struct fields in declaration order (Go's field
+/// order), maps sorted by key text, `<`, `>`, `&`, U+2028 and U+2029
+/// escaped as \uXXXX, floats in Go's shortest form at their own width
+/// (f32 as float32), bytes (serialize_bytes) as base64. Field names are
+/// serde's (mirror Go's `json:"name"` tags with `#[serde(rename)]`).
+/// Decoding accepts any field order.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Json;
 
 impl Codec for Json {
     fn encode<T: Serialize + ?Sized>(&self, value: &T) -> Result<Vec<u8>, String> {
-        let v = serde_cbor::value::to_value(value).map_err(|e| e.to_string())?;
-        let mut out = Vec::new();
-        json_write(&mut out, &v)?;
-        Ok(out)
+        crate::json::to_vec(value).map_err(|e| e.to_string())
     }
     fn decode<T: DeserializeOwned>(&self, data: &[u8]) -> Result<T, String> {
         let mut p = JsonParser { b: data, off: 0 };
@@ -76,115 +75,6 @@ impl Codec for Json {
         }
         serde_cbor::value::from_value(v).map_err(|e| e.to_string())
     }
-}
-
-fn json_write(out: &mut Vec<u8>, v: &CborValue) -> Result<(), String> {
-    match v {
-        CborValue::Null => out.extend_from_slice(b"null"),
-        CborValue::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        CborValue::Integer(i) => out.extend_from_slice(i.to_string().as_bytes()),
-        CborValue::Float(f) => {
-            if !f.is_finite() {
-                return Err(format!("json: unsupported value: {f}"));
-            }
-            let a = f.abs();
-            // Go's encoding/json: exponent form outside [1e-6, 1e21).
-            let s = if a != 0.0 && (a < 1e-6 || a >= 1e21) {
-                let s = format!("{f:e}");
-                match s.find('e') {
-                    Some(i) if !s[i + 1..].starts_with('-') => format!("{}e+{}", &s[..i], &s[i + 1..]),
-                    _ => s,
-                }
-            } else {
-                format!("{f}")
-            };
-            out.extend_from_slice(s.as_bytes());
-        }
-        CborValue::Text(s) => json_string(out, s),
-        CborValue::Bytes(b) => {
-            // Go writes []byte as base64 text.
-            json_string(out, &base64(b));
-        }
-        CborValue::Array(a) => {
-            out.push(b'[');
-            for (i, e) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                json_write(out, e)?;
-            }
-            out.push(b']');
-        }
-        CborValue::Map(m) => {
-            let mut entries: Vec<(String, &CborValue)> = Vec::with_capacity(m.len());
-            for (k, e) in m {
-                let k = match k {
-                    CborValue::Text(s) => s.clone(),
-                    CborValue::Integer(i) => i.to_string(),
-                    _ => return Err("json: a map key must be text or an integer".into()),
-                };
-                entries.push((k, e));
-            }
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push(b'{');
-            for (i, (k, e)) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                json_string(out, k);
-                out.push(b':');
-                json_write(out, e)?;
-            }
-            out.push(b'}');
-        }
-        CborValue::Tag(_, inner) => json_write(out, inner)?,
-        _ => return Err("json: unsupported value".into()),
-    }
-    Ok(())
-}
-
-fn json_string(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push(b'"');
-    for c in s.chars() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            '\u{8}' => out.extend_from_slice(b"\\b"),
-            '\u{c}' => out.extend_from_slice(b"\\f"),
-            c if (c as u32) < 0x20 || c == '<' || c == '>' || c == '&' || c == '\u{2028}' || c == '\u{2029}' => {
-                let n = c as u32;
-                out.extend_from_slice(b"\\u");
-                for shift in [12, 8, 4, 0] {
-                    out.push(HEX[((n >> shift) & 0xf) as usize]);
-                }
-            }
-            c => {
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            }
-        }
-    }
-    out.push(b'"');
-}
-
-fn base64(b: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::with_capacity((b.len() + 2) / 3 * 4);
-    for ch in b.chunks(3) {
-        let n = (ch[0] as u32) << 16 | (*ch.get(1).unwrap_or(&0) as u32) << 8 | *ch.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            if i <= ch.len() {
-                s.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
 }
 
 struct JsonParser<'a> {
@@ -296,8 +186,11 @@ impl JsonParser<'_> {
             return Err(format!("json: byte {start}: invalid number {s}"));
         }
         if !float {
-            if let Ok(i) = s.parse::<i128>() {
-                return Ok(CborValue::Integer(i));
+            // Only what CBOR can hold is an integer; a longer integer
+            // text (Go writes 1e20 as 100000000000000000000) is a float.
+            match s.parse::<i128>() {
+                Ok(i) if i >= -(1i128 << 64) && i <= u64::MAX as i128 => return Ok(CborValue::Integer(i)),
+                _ => {}
             }
         }
         match s.parse::<f64>() {
