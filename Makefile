@@ -118,11 +118,17 @@ test: deps vet unit fuzz
 # alternating with flowhost native in one process (BenchmarkSameProcess),
 # whose ratios hold best on a loaded machine. The go test lines show as
 # they come; the table (msgs/s and the ratio to flowhost native of this
-# run) comes last. bench-all runs every benchmark instead.
+# run) comes last, then the other figures of issue 13 beside their goals:
+# the native path's costs per message and scaling (BenchmarkNativeHost),
+# response decoding (abi), exactly-once's disk bytes and p99 latency in
+# five runs, and peak RSS over 1M and 10M records. bench-all runs every
+# benchmark instead.
 BENCH_RECORDS ?= 1000000
 bench: deps
 	@set -o pipefail; log=$$(mktemp); \
-	$(GO) test -run '^$$' -bench '^(BenchmarkLimit|BenchmarkIdentityLanguages|BenchmarkExactlyOnce)$$' -benchtime 1x -timeout 60m ./host/ -args -records $(BENCH_RECORDS) | tee $$log \
+	$(GO) test -run '^$$' -bench '^(BenchmarkLimit|BenchmarkIdentityLanguages|BenchmarkExactlyOnce|BenchmarkNativeHost|BenchmarkNativeHostRSS)$$' -benchtime 1x -timeout 60m ./host/ -args -records $(BENCH_RECORDS) | tee $$log \
+	&& $(GO) test -run '^$$' -bench '^BenchmarkExactlyOnceLatency$$' -benchtime 1x -count 5 -timeout 30m ./host/ | tee -a $$log \
+	&& $(GO) test -run '^$$' -bench '^BenchmarkDecodeResponse$$' ./abi/ | tee -a $$log \
 	&& (cd host/internal/benthosbench && $(GO) test -run '^$$' -bench '^(BenchmarkBenthos|BenchmarkSameProcess)$$' -benchtime 1x -timeout 30m . -args -records $(BENCH_RECORDS)) | tee -a $$log \
 	&& echo && echo "$(BENCH_RECORDS) records per figure, one run, $$(nproc) cores, load average $$(cut -d' ' -f1-3 /proc/loadavg):" \
 	&& $(GO) run ./host/internal/benchtable $$log; rc=$$?; rm -f $$log; exit $$rc

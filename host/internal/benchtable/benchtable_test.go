@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,4 +150,44 @@ func FuzzParse(f *testing.F) {
 		var out strings.Builder
 		Render(&out, Rows, res)
 	})
+}
+
+func TestRenderFigures(t *testing.T) {
+	results, err := Parse(strings.NewReader(`BenchmarkNativeHost-2 1 5 ns/op 650000 p1-msgs/s 11.84 p1-allocs/msg
+BenchmarkLat/eo-2 1 5 ns/op 20 p99-ms
+BenchmarkLat/eo-2 1 5 ns/op 70 p99-ms
+BenchmarkLat/eo-2 1 5 ns/op 30 p99-ms
+`))
+	require.NoError(t, err)
+	var out strings.Builder
+	missing := RenderFigures(&out, []Figure{
+		{Label: "rate", Bench: "BenchmarkNativeHost", Metric: "p1-msgs/s", Goal: ">= 1M"},
+		{Label: "allocs", Bench: "BenchmarkNativeHost", Metric: "p1-allocs/msg", Goal: "<= 3"},
+		{Label: "p99 worst", Bench: "BenchmarkLat/eo", Metric: "p99-ms", Goal: "< 50", Worst: true},
+		{Label: "p99 mean", Bench: "BenchmarkLat/eo", Metric: "p99-ms", Goal: "< 50"},
+		{Label: "absent", Bench: "BenchmarkNone", Metric: "x", Goal: "any"},
+	}, results)
+	require.Equal(t, []string{"BenchmarkNone x"}, missing)
+	require.Equal(t, `| figure | measured | goal |
+|---|---:|---|
+| rate | 650k | >= 1M |
+| allocs | 11.84 | <= 3 |
+| p99 worst | 70.00 | < 50 |
+| p99 mean | 40.00 | < 50 |
+| absent | missing | any |
+`, out.String())
+}
+
+// Every figure of make bench names a benchmark that make bench runs.
+func TestFiguresNameTheBenchmarksMakeBenchRuns(t *testing.T) {
+	makefile, err := os.ReadFile(filepath.Join("..", "..", "..", "Makefile"))
+	require.NoError(t, err)
+	for _, f := range Figures {
+		top := strings.SplitN(f.Bench, "/", 2)[0]
+		require.True(t, strings.Contains(string(makefile), top), "figure %q: make bench does not run %s", f.Label, top)
+	}
+	for _, r := range Rows {
+		top := strings.SplitN(r.Bench, "/", 2)[0]
+		require.True(t, strings.Contains(string(makefile), top), "row %q: make bench does not run %s", r.Label, top)
+	}
 }
