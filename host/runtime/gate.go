@@ -24,6 +24,7 @@ type sourceGate struct {
 	cond    *sync.Cond
 	streams []gateState
 	timer   *time.Timer
+	now     func() time.Time // time.Now; a test's clock in tests
 }
 
 // sourceGateGrace is how long an empty source stream holds back the
@@ -39,15 +40,30 @@ type gateState struct {
 }
 
 func newSourceGate(streams int) *sourceGate {
-	g := &sourceGate{streams: make([]gateState, streams)}
+	g := &sourceGate{streams: make([]gateState, streams), now: time.Now}
 	g.cond = sync.NewCond(&g.mu)
-	now := time.Now()
-	for i := range g.streams {
-		g.streams[i].emptySince = now
-	}
+	g.startGrace()
 	g.timer = time.AfterFunc(time.Hour, g.wake)
 	g.timer.Stop()
 	return g
+}
+
+// startGrace starts every stream's grace afresh, unless it has a record
+// waiting or has ended. Run calls it just before the sources start
+// reading: the grace is the time a source has to produce its first record
+// once it runs, and counting it from runtime.New instead would spend it on
+// starting the computations (instantiating a large module takes longer
+// than the grace), so that the first source to read a record would pass
+// alone and overtake the others' earlier records.
+func (g *sourceGate) startGrace() {
+	g.mu.Lock()
+	now := g.now()
+	for i := range g.streams {
+		if st := &g.streams[i]; !st.hasHead && !st.ended {
+			st.emptySince = now
+		}
+	}
+	g.mu.Unlock()
 }
 
 func (g *sourceGate) wake() {
@@ -61,7 +77,7 @@ func (g *sourceGate) empty(i int) {
 	g.mu.Lock()
 	if st := &g.streams[i]; st.hasHead {
 		st.hasHead = false
-		st.emptySince = time.Now()
+		st.emptySince = g.now()
 		g.cond.Broadcast()
 	}
 	g.mu.Unlock()
@@ -119,7 +135,7 @@ func (g *sourceGate) blocked(i int, prio int64) (wait bool, graceLeft time.Durat
 				return true, 0
 			}
 		default:
-			if left := sourceGateGrace - time.Since(o.emptySince); left > 0 {
+			if left := sourceGateGrace - g.now().Sub(o.emptySince); left > 0 {
 				return true, left
 			}
 		}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -42,4 +43,39 @@ computations:
 	require.NotSame(t, gate["a"], gate["d"])
 	require.NotSame(t, gate["a"], gate["e"])
 	require.NotSame(t, gate["d"], gate["e"])
+}
+
+// TestSourceGateGraceCountsFromTheSourcesStart: a stream that has not yet
+// produced a record holds the others back for the grace counted from
+// startGrace (Run calls it as the sources start), not from the gate's
+// creation, however long the computations took to start in between.
+func TestSourceGateGraceCountsFromTheSourcesStart(t *testing.T) {
+	clock := time.Unix(0, 0)
+	g := newSourceGate(2)
+	g.now = func() time.Time { return clock }
+	g.startGrace()
+
+	clock = clock.Add(10 * sourceGateGrace) // the computations start slowly
+	require.True(t, g.open(0, 100), "counted from the gate's creation, the grace has run out")
+	g.startGrace()
+	require.False(t, g.open(0, 100), "stream 1 has just started: it holds stream 0 back")
+	clock = clock.Add(sourceGateGrace - time.Nanosecond)
+	require.False(t, g.open(0, 100), "still inside stream 1's grace")
+	clock = clock.Add(time.Nanosecond)
+	require.True(t, g.open(0, 100), "stream 1's grace has run out")
+}
+
+// TestSourceGateStartGraceKeepsHeadsAndEnds: startGrace leaves a stream
+// with a record waiting, or one that ended, as it was.
+func TestSourceGateStartGraceKeepsHeadsAndEnds(t *testing.T) {
+	clock := time.Unix(0, 0)
+	g := newSourceGate(3)
+	g.now = func() time.Time { return clock }
+	g.end(2)
+	g.mu.Lock()
+	g.streams[1].hasHead, g.streams[1].prio = true, 50
+	g.mu.Unlock()
+	g.startGrace()
+	require.False(t, g.open(0, 100), "stream 1 has an earlier record waiting")
+	require.True(t, g.open(0, 10), "stream 1's record is later; stream 2 ended")
 }

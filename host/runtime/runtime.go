@@ -342,6 +342,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 			wg.Go(func() { r.fail(p.run(work)) })
 		}
 	}
+	for _, g := range r.gates {
+		g.startGrace()
+	}
 	for _, src := range r.sources {
 		wg.Go(func() { r.fail(src.ingest(ctx, work)) })
 		wg.Go(func() { r.fail(src.read(work)) })

@@ -255,12 +255,11 @@ sinks:
 // cores there are. Two sources are read in AlignmentTimestamp order
 // because the runtime's source gate holds the one that is ahead until the
 // other has offered its first record, but for at most a grace (200 ms)
-// counted from runtime.New, not from when the sources start
-// (host/runtime/gate.go): on a starved CPU, a run whose computation takes
-// longer than that to start lets the first source to offer pass alone,
-// and its records can overtake the other's first. The store runs avoid it
-// by their steps (joinOnStore); the in-memory runs, one start each, are
-// kept clear of it by not starving the CPU themselves.
+// from the sources' start (host/runtime/gate.go): on a starved CPU, a
+// source that takes longer than that to read its first record lets the
+// other pass alone, and its records can overtake the other's first. The
+// store runs avoid it by their steps (joinOnStore); the in-memory runs,
+// one start each, are kept clear of it by not starving the CPU themselves.
 var joinSlots = make(chan struct{}, goruntime.GOMAXPROCS(0))
 
 // joinCacheDir keeps the compiled join guests between runs, as
