@@ -32,32 +32,30 @@ var cborDecoding = func() cbor.DecMode {
 	return dm
 }()
 
-func (e *Extractor) cborKey(payload []byte) (string, error) {
+func (e *Extractor) appendCBORKey(key, payload []byte) ([]byte, error) {
 	values := make([]cbor.RawMessage, len(e.fields))
 	kinds := make([]byte, e.nodes)
 	if err := e.cborWalk(e.root, payload, values, kinds); err != nil {
-		return "", err
+		return key, err
 	}
-	var buf [keyBuffer]byte
-	key := append(buf[:0], '[')
+	key = append(key, '[')
 	for f, raw := range values {
 		if raw == nil {
-			return "", e.missing(f, kinds)
+			return key, e.missing(f, kinds)
 		}
 		if f > 0 {
 			key = append(key, ',')
 		}
 		var v any
 		if err := cborDecoding.Unmarshal(raw, &v); err != nil {
-			return "", fmt.Errorf("%w: group_by field %q: %v", ErrPayload, e.fields[f], err)
+			return key, fmt.Errorf("%w: group_by field %q: %v", ErrPayload, e.fields[f], err)
 		}
 		var err error
 		if key, err = appendCanonicalValue(key, v); err != nil {
-			return "", fmt.Errorf("%w: group_by field %q: %v", ErrPayload, e.fields[f], err)
+			return key, fmt.Errorf("%w: group_by field %q: %v", ErrPayload, e.fields[f], err)
 		}
 	}
-	key = append(key, ']')
-	return string(key), nil
+	return append(key, ']'), nil
 }
 
 // cborWalk decodes the map in data one level deep and descends into the

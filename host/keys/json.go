@@ -28,7 +28,7 @@ type jsonScanner struct {
 	kinds []byte // per trie node: kind of the value seen, 0 if none
 }
 
-func (e *Extractor) jsonKey(payload []byte) (string, error) {
+func (e *Extractor) appendJSONKey(key, payload []byte) ([]byte, error) {
 	var spanBuf [8]span
 	var kindBuf [16]byte
 	s := jsonScanner{data: payload}
@@ -37,13 +37,12 @@ func (e *Extractor) jsonKey(payload []byte) (string, error) {
 	s.kinds = kindBuf[:0]
 	s.kinds = slices.Grow(s.kinds, e.nodes)[:e.nodes]
 	if err := s.document(e.root); err != nil {
-		return "", err
+		return key, err
 	}
-	var buf [keyBuffer]byte
-	key := append(buf[:0], '[')
+	key = append(key, '[')
 	for f, sp := range s.spans {
 		if sp.end == 0 {
-			return "", e.missing(f, s.kinds)
+			return key, e.missing(f, s.kinds)
 		}
 		if f > 0 {
 			key = append(key, ',')
@@ -51,11 +50,10 @@ func (e *Extractor) jsonKey(payload []byte) (string, error) {
 		var err error
 		key, err = appendCanonicalJSON(key, payload[sp.start:sp.end])
 		if err != nil {
-			return "", fmt.Errorf("%w: group_by field %q: %v", ErrPayload, e.fields[f], err)
+			return key, fmt.Errorf("%w: group_by field %q: %v", ErrPayload, e.fields[f], err)
 		}
 	}
-	key = append(key, ']')
-	return string(key), nil
+	return append(key, ']'), nil
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

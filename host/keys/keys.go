@@ -144,24 +144,46 @@ func Extract(payload []byte, fields []string) (string, error) {
 // and say which field or byte is at fault, e.g.
 // `payload lacks group_by field "order_id"`.
 func (e *Extractor) Key(payload []byte) (string, error) {
+	return e.KeyIn(payload, nil)
+}
+
+// KeyIn is [Extractor.Key] with the key's text taken from in when in
+// already holds it, so that a key seen before costs no allocation. A nil
+// in allocates every key, as Key does. The key and the errors are Key's.
+func (e *Extractor) KeyIn(payload []byte, in *Interner) (string, error) {
 	if len(e.fields) == 0 {
 		return "", nil
 	}
+	var buf [keyBuffer]byte
+	key, err := e.AppendKey(buf[:0], payload)
+	if err != nil {
+		return "", err
+	}
+	return in.String(key), nil
+}
+
+// AppendKey appends the canonical key of payload to dst, as [Extractor.Key]
+// computes it, and returns the extended buffer; on an error dst's contents
+// are unspecified. With no fields it appends nothing.
+func (e *Extractor) AppendKey(dst, payload []byte) ([]byte, error) {
+	if len(e.fields) == 0 {
+		return dst, nil
+	}
 	if len(payload) > 0 && payload[0]>>5 == cborMap {
-		return e.cborKey(payload)
+		return e.appendCBORKey(dst, payload)
 	}
 	i := 0
 	for i < len(payload) && isSpace(payload[i]) {
 		i++
 	}
 	if i < len(payload) && payload[i] == '{' {
-		return e.jsonKey(payload)
+		return e.appendJSONKey(dst, payload)
 	}
-	return "", describeBadStart(payload, i)
+	return dst, describeBadStart(payload, i)
 }
 
 // keyBuffer is big enough for most keys, so that building one costs a
-// single allocation: the final string.
+// single allocation (the final string), or none with an [Interner].
 const keyBuffer = 128
 
 func (e *Extractor) missing(f int, kinds []byte) error {

@@ -286,6 +286,15 @@ func FuzzExtract(f *testing.F) {
 			fields = strings.Split(fieldList, ",")
 		}
 		key, err := Extract(payload, fields)
+		if e, eerr := NewExtractor(fields); eerr == nil {
+			in := &Interner{}
+			for range 2 { // a miss, then a hit
+				interned, ierr := e.KeyIn(payload, in)
+				if interned != key || (ierr == nil) != (err == nil) || (err != nil && ierr.Error() != err.Error()) {
+					t.Fatalf("KeyIn gives %q, %v; Key gives %q, %v", interned, ierr, key, err)
+				}
+			}
+		}
 		if err != nil || len(fields) == 0 || payload[0]>>5 == cborMap {
 			return
 		}
