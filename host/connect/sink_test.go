@@ -309,3 +309,40 @@ func TestHTTPSinkConfigErrors(t *testing.T) {
 	_, err = NewHTTPSink(HTTPSinkConfig{Addr: "256.0.0.1:0", Path: "/out"})
 	require.ErrorContains(t, err, "listen 256.0.0.1:0: ")
 }
+
+// TestSinkRecordFormatterBatchesAsOneByOne: records formatted a batch at a
+// time (sharing one string and one Parents slice) equal those formatted one
+// message at a time, for messages with no, one and several parents, and
+// one record's Parents cannot reach into the next's.
+func TestSinkRecordFormatterBatchesAsOneByOne(t *testing.T) {
+	src := func(seq uint64) ordering.MessageID { return ordering.SourceID("orders", 2, seq) }
+	noParents := testMessage(1, "", []byte(`{"a":1}`))
+	noParents.Parents = nil
+	noParents.ID = src(9)
+	several := testMessage(2, `["k"]`, []byte("not json\xff"))
+	several.Parents = []ordering.MessageID{src(3), ordering.TransformID("join", 1, 44), src(5)}
+	ms := []*ordering.Message{noParents, testMessage(3, `["a"]`, []byte(`[1]`)), several, testMessage(4, `["b"]`, nil)}
+
+	var f SinkRecordFormatter
+	batch := f.Append(nil, ms...)
+	require.Len(t, batch, len(ms))
+	for i, m := range ms {
+		var alone SinkRecordFormatter
+		require.Equal(t, alone.Append(nil, m), batch[i:i+1], "record %d", i)
+		require.Len(t, batch[i].Parents, len(m.Parents))
+		for j, p := range m.Parents {
+			require.Equal(t, p.String(), batch[i].Parents[j])
+		}
+		require.Equal(t, m.ID.String(), batch[i].MessageID)
+	}
+	line, err := json.Marshal(batch[0])
+	require.NoError(t, err)
+	require.Contains(t, string(line), `"parents":[]`, "no parents is an empty list, not null")
+
+	batch[1].Parents = append(batch[1].Parents, "extra")
+	require.Equal(t, several.Parents[0].String(), batch[2].Parents[0])
+
+	again := f.Append(nil, ms[3])
+	require.Equal(t, ms[3].ID.String(), again[0].MessageID)
+	require.Equal(t, several.Parents[2].String(), batch[2].Parents[2], "reusing the formatter leaves earlier records as they were")
+}

@@ -385,6 +385,8 @@ func (s *sinkRunner) run(ctx context.Context) error {
 	counter := s.rt.metrics.sinkRecords.WithLabelValues(s.name)
 	var batch []sinkItem
 	var recs []connect.SinkRecord
+	var msgs []*ordering.Message
+	var format connect.SinkRecordFormatter
 	if s.kafka != nil {
 		n, err := s.recoverKafka(ctx)
 		if err != nil {
@@ -412,10 +414,11 @@ func (s *sinkRunner) run(ctx context.Context) error {
 			}
 			return nil
 		}
-		recs = recs[:0]
+		msgs = msgs[:0]
 		for i := range batch {
-			recs = append(recs, connect.NewSinkRecord(batch[i].m))
+			msgs = append(msgs, batch[i].m)
 		}
+		recs = format.Append(recs[:0], msgs...)
 		if err := s.write(ctx, batch, recs); err != nil {
 			if s.kafka != nil {
 				_ = s.sink.Close() // a transaction left open stays open, as after a crash
@@ -425,6 +428,7 @@ func (s *sinkRunner) run(ctx context.Context) error {
 		counter.Add(float64(len(batch)))
 		clear(batch)
 		clear(recs)
+		clear(msgs)
 	}
 }
 

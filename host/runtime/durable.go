@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flowhost/flowhost/host/keys"
 	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/host/store"
 	"github.com/flowhost/flowhost/ordering"
@@ -19,14 +20,28 @@ import (
 type sender struct {
 	id    ordering.Sender
 	tasks map[string]uint64 // last TaskId per destination (its dest key)
+	// copies holds the keyed copies sent to each partition, one slab per
+	// destination so that each is drained in the order it was filled.
+	copies map[*partition]*slab[ordering.Message]
+	keys   keys.Interner // the keys this sender computed
 }
 
 func newSender(id ordering.Sender, last map[string]uint64) *sender {
-	s := &sender{id: id, tasks: map[string]uint64{}}
+	s := &sender{id: id, tasks: map[string]uint64{}, copies: map[*partition]*slab[ordering.Message]{}}
 	for d, t := range last {
 		s.tasks[d] = t
 	}
 	return s
+}
+
+// copyFor returns a new message to be sent to part.
+func (s *sender) copyFor(part *partition) *ordering.Message {
+	sl := s.copies[part]
+	if sl == nil {
+		sl = &slab[ordering.Message]{}
+		s.copies[part] = sl
+	}
+	return sl.next()
 }
 
 func (s *sender) next(dest string) ordering.TaskID {
@@ -51,7 +66,7 @@ type delivery struct {
 func (r *Runtime) plan(ctx context.Context, snd *sender, m *ordering.Message, ds []delivery) ([]delivery, error) {
 	s := r.streams[m.Stream]
 	for _, c := range s.readers {
-		key, err := c.key(m)
+		key, err := c.key(m, &snd.keys)
 		if err != nil {
 			kerr := fmt.Errorf("computation %q group_by %v: %w", c.spec.Name, c.spec.GroupBy, err)
 			origin := fmt.Sprintf("%s <- %s %s", c.spec.Name, m.Stream, m.ID)
@@ -60,11 +75,12 @@ func (r *Runtime) plan(ctx context.Context, snd *sender, m *ordering.Message, ds
 			}
 			continue
 		}
-		cp := *m
-		cp.Key = key
 		part := c.parts[ordering.PartitionOf(key, len(c.parts))]
+		cp := snd.copyFor(part)
+		*cp = *m
+		cp.Key = key
 		cp.Task = snd.next(part.destKey)
-		ds = append(ds, delivery{part: part, task: cp.Task, m: &cp})
+		ds = append(ds, delivery{part: part, task: cp.Task, m: cp})
 	}
 	// A sink's record is formatted by the sink's goroutine (sinkRunner.run).
 	for _, sk := range s.sinks {

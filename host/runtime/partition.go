@@ -107,11 +107,11 @@ func (c *computation) wakeIdle() {
 // fields of the payload (ABI.md: receivers compute their own key). A
 // computation without group_by takes the key the message carries (one a
 // guest set on its output), or none.
-func (c *computation) key(m *ordering.Message) (string, error) {
+func (c *computation) key(m *ordering.Message, in *keys.Interner) (string, error) {
 	if c.keyer == nil {
 		return m.Key, nil
 	}
-	return c.keyer.Key(m.Payload)
+	return c.keyer.KeyIn(m.Payload, in)
 }
 
 // partitionFinished publishes the end of a partition; the last one to
@@ -170,6 +170,7 @@ type partition struct {
 	timerEvts ordering.InFlight
 	state     PartitionState
 	snd       *sender
+	derived   slab[derivedMessage] // its outputs with one parent
 	proc      compute.Computation
 	version   *version // the one proc is an instance of
 	clock     *ordering.SystemClock

@@ -368,6 +368,12 @@ func (p *partition) request(b *ordering.Batch, wm abi.Watermarks, ep *epoch) (*a
 		Watermarks:  wm,
 		Keys:        make([]abi.RequestKey, len(b.Keys)),
 	}
+	// One array holds every key's messages: one allocation per request.
+	n := 0
+	for i := range b.Keys {
+		n += len(b.Keys[i].Messages)
+	}
+	msgs := make([]abi.Message, n)
 	for i := range b.Keys {
 		kb := &b.Keys[i]
 		rk := &req.Keys[i]
@@ -390,7 +396,7 @@ func (p *partition) request(b *ordering.Batch, wm abi.Watermarks, ep *epoch) (*a
 				rk.Timers[j] = abi.DueTimer{ID: t.ID.String(), TriggerTimestamp: t.Trigger, EventTimestamp: t.Event, Payload: t.Payload}
 			}
 		}
-		rk.Messages = make([]abi.Message, len(kb.Messages))
+		rk.Messages, msgs = msgs[:len(kb.Messages):len(kb.Messages)], msgs[len(kb.Messages):]
 		for j, m := range kb.Messages {
 			rk.Messages[j] = abi.Message{
 				Stream:             m.Stream,
@@ -532,10 +538,7 @@ func (p *partition) derive(kb *ordering.KeyBatch, e *abi.Emit) *ordering.Message
 	var out *ordering.Message
 	var parentIDs []ordering.MessageID
 	if nParents == 1 {
-		one := &struct {
-			m      ordering.Message
-			parent [1]ordering.MessageID
-		}{}
+		one := p.derived.next()
 		out, parentIDs = &one.m, one.parent[:0]
 	} else {
 		out = &ordering.Message{}

@@ -109,6 +109,7 @@ type sourcePartition struct {
 	clock  ordering.SourceClock
 	offset uint64  // the next offset to append
 	snd    *sender // the partition's reader, as the sender of its routes
+	msgs   slab[ordering.Message]
 }
 
 type pendingRecord struct {
@@ -493,7 +494,8 @@ func (src *sourceStream) appendLocked(rec connect.Record, now int64) (due bool) 
 		// seed's AlignmentTimestamp rule assume.
 		write = max(write, p.clock.Last())
 	}
-	m := &ordering.Message{
+	m := p.msgs.next()
+	*m = ordering.Message{
 		ID:      ordering.SourceID(src.stream.name, int32(rec.Partition), p.offset),
 		Stream:  src.stream.name,
 		Key:     rec.Key,
