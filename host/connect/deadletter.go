@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/flowhost/flowhost/host/keys"
 )
 
 // Stages name where in the data path a record was refused.
@@ -128,7 +130,7 @@ func (d *DeadLetter) Close() error {
 // else a string, with the encoding's name. A non-empty textEncoding allows
 // UTF-8 text as a JSON string; otherwise such bytes are base64 too.
 func encodeBytes(b []byte, textEncoding string) (json.RawMessage, string) {
-	if len(b) > 0 && json.Valid(b) && utf8.Valid(b) {
+	if len(b) > 0 && keys.ValidJSON(b) && utf8.Valid(b) {
 		return b, ""
 	}
 	if textEncoding != "" && utf8.Valid(b) {

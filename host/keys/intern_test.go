@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -135,6 +136,27 @@ func BenchmarkKeyJSONInterned(b *testing.B) {
 				}
 				i++
 			}
+		})
+	}
+}
+
+// TestValidJSONIsEncodingJSONValid on texts at the edges: scalars at the
+// top, white space, bytes that are not UTF-8 inside a string, escapes,
+// numbers, truncation and nesting at and past encoding/json's limit.
+func TestValidJSONIsEncodingJSONValid(t *testing.T) {
+	for _, text := range []string{
+		``, ` `, `1`, ` "a" `, `null`, `nul`, `true `, `[1,2]`, `[1,]`, `{"a":1}`, `{"a":1,}`,
+		"\"\xff\xfe\"", "\"a\x01\"", `"\u00e9\n"`, `"\x"`, `"\u12"`, `"abc`, `-0.5e+3`, `01`, `1.`, `.5`,
+		`{"a":{"b":[{"c":"d"}]}}`, `{"a" 1}`, `{"a":1}{}`,
+		strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth),
+		strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1),
+	} {
+		name := text
+		if len(name) > 20 {
+			name = name[:20]
+		}
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, json.Valid([]byte(text)), ValidJSON([]byte(text)))
 		})
 	}
 }

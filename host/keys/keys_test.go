@@ -275,6 +275,9 @@ func FuzzExtract(f *testing.F) {
 	f.Add([]byte("\xa1\x61a\x01"), "a")
 	f.Add([]byte(`[1]`), "a")
 	f.Fuzz(func(t *testing.T, payload []byte, fieldList string) {
+		if ValidJSON(payload) != json.Valid(payload) {
+			t.Fatalf("ValidJSON says %v, json.Valid says %v", ValidJSON(payload), json.Valid(payload))
+		}
 		if payload := bytes.TrimLeft(payload, " \t\r\n"); len(payload) > 0 && payload[0] == '{' {
 			err := validateJSON(payload)
 			if (err == nil) != json.Valid(payload) {
