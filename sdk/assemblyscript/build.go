@@ -3,7 +3,8 @@
 // README.md). It is the single place that knows how an AssemblyScript
 // guest is compiled: which compiler, which runtime, which flags make the
 // module import nothing but flowhost.log. Tests and tools call Build; the
-// conformance suite calls BuildConformanceGuest.
+// conformance suite calls BuildConformanceGuest, BuildWindowGuest and
+// BuildJoinGuest.
 //
 // Building needs Node.js 20 or newer with npm (Debian packages nodejs and
 // npm). The compiler, AssemblyScript from npm, is pinned by this
@@ -203,6 +204,24 @@ func BuildWindowGuest(outDir string) (wasmPath string, err error) {
 	}
 	out := filepath.Join(outDir, "assemblyscript-windowguest.wasm")
 	if err := Build(filepath.Join(dir, "windowguest", "index.ts"), out); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// BuildJoinGuest compiles the SDK's join conformance guest
+// (joinguest/index.ts, the behaviour of sdk/conformance/README.md's join
+// guest: the IntervalJoin or EnrichJoin helper, payloads joined by one '|'
+// byte) into outDir as assemblyscript-joinguest.wasm and returns its path.
+// It fails, never skips, when node or npm is missing, naming what to
+// install.
+func BuildJoinGuest(outDir string) (wasmPath string, err error) {
+	dir, err := sdkDir()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(outDir, "assemblyscript-joinguest.wasm")
+	if err := Build(filepath.Join(dir, "joinguest", "index.ts"), out); err != nil {
 		return "", err
 	}
 	return out, nil

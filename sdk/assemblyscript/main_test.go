@@ -27,10 +27,11 @@ const (
 	testGuest        = "testguest"   // testdata/testguest: the golden scripts and a few more
 	conformanceGuest = "conformance" // conformance: SCRIPT.md
 	windowCountGuest = "window-count"
-	windowGuest      = "windowguest" // windowguest: the window conformance guest
-	joinGuest        = "joinguest"   // testdata/joinguest: the join helpers, every field in the payloads
-	keyGuest         = "keyguest"    // testdata/keyguest: parseKey's answers (keyfields_test.go)
-	tsGuest          = "tsguest"     // testdata/tsguest: typed state scripts (typed_state_test.go)
+	windowGuest      = "windowguest"      // windowguest: the window conformance guest
+	joinGuest        = "joinguest"        // testdata/joinguest: the join helpers, every field in the payloads
+	joinConfGuest    = "join-conformance" // joinguest: the join conformance guest
+	keyGuest         = "keyguest"         // testdata/keyguest: parseKey's answers (keyfields_test.go)
+	tsGuest          = "tsguest"          // testdata/tsguest: typed state scripts (typed_state_test.go)
 )
 
 // guestEntries are the entry files of the guests.
@@ -77,7 +78,7 @@ func loadGuests(tmp string) error {
 	if err == nil {
 		dir = filepath.Join(userCache, "flowhost", "assemblyscript-test", sum)
 	}
-	names := []string{conformanceGuest, windowGuest}
+	names := []string{conformanceGuest, windowGuest, joinConfGuest}
 	for name := range guestEntries {
 		names = append(names, name)
 	}
@@ -152,6 +153,7 @@ func buildGuests(dir string) error {
 	}
 	build(conformanceGuest, func() (string, error) { return assemblyscript.BuildConformanceGuest(tmp) })
 	build(windowGuest, func() (string, error) { return assemblyscript.BuildWindowGuest(tmp) })
+	build(joinConfGuest, func() (string, error) { return assemblyscript.BuildJoinGuest(tmp) })
 	wg.Wait()
 	return errors.Join(errs...)
 }
@@ -177,7 +179,7 @@ func sourceHash() (string, error) {
 			return "", err
 		}
 	}
-	for _, dir := range []string{"assembly", "conformance", "examples", "testdata", "windowguest"} {
+	for _, dir := range []string{"assembly", "conformance", "examples", "testdata", "windowguest", "joinguest"} {
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".ts") {
 				return err

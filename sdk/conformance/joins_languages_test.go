@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"github.com/flowhost/flowhost/sdk/assemblyscript"
 	"github.com/flowhost/flowhost/sdk/c"
 	"github.com/flowhost/flowhost/sdk/conformance"
 )
@@ -11,7 +12,7 @@ import (
 var joinGuests = []conformance.Guest{
 	{Name: "go", Build: conformance.BuildJoinGuest},
 	{Name: "c", Build: c.BuildJoinGuest},
-	// Rust (rust.BuildJoinGuest, sdk/rust/joinguest) and AssemblyScript
-	// (assemblyscript.BuildJoinGuest, sdk/assemblyscript/joinguest) are
-	// added here by the lead when their join guests land.
+	{Name: "assemblyscript", Build: assemblyscript.BuildJoinGuest},
+	// Rust (rust.BuildJoinGuest, sdk/rust/joinguest) is added here by the
+	// lead when its join guest lands.
 }
