@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"github.com/flowhost/flowhost/sdk/c"
 	"github.com/flowhost/flowhost/sdk/conformance"
+	"github.com/flowhost/flowhost/sdk/rust"
 )
 
 // joinGuests are the languages whose join guest (README.md, "The join
@@ -11,7 +12,8 @@ import (
 var joinGuests = []conformance.Guest{
 	{Name: "go", Build: conformance.BuildJoinGuest},
 	{Name: "c", Build: c.BuildJoinGuest},
-	// Rust (rust.BuildJoinGuest, sdk/rust/joinguest) and AssemblyScript
-	// (assemblyscript.BuildJoinGuest, sdk/assemblyscript/joinguest) are
-	// added here by the lead when their join guests land.
+	{Name: "rust", Build: rust.BuildJoinGuest},
+	// AssemblyScript (assemblyscript.BuildJoinGuest,
+	// sdk/assemblyscript/joinguest) is added here by the lead when its
+	// join guest lands.
 }
