@@ -4,6 +4,7 @@ import (
 	"github.com/flowhost/flowhost/sdk/assemblyscript"
 	"github.com/flowhost/flowhost/sdk/c"
 	"github.com/flowhost/flowhost/sdk/conformance"
+	"github.com/flowhost/flowhost/sdk/rust"
 )
 
 // joinGuests are the languages whose join guest (README.md, "The join
@@ -12,7 +13,6 @@ import (
 var joinGuests = []conformance.Guest{
 	{Name: "go", Build: conformance.BuildJoinGuest},
 	{Name: "c", Build: c.BuildJoinGuest},
+	{Name: "rust", Build: rust.BuildJoinGuest},
 	{Name: "assemblyscript", Build: assemblyscript.BuildJoinGuest},
-	// Rust (rust.BuildJoinGuest, sdk/rust/joinguest) is added here by the
-	// lead when its join guest lands.
 }

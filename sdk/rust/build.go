@@ -118,6 +118,21 @@ func BuildWindowGuest(outDir string) (wasmPath string, err error) {
 	return Build(filepath.Join(dir, "windowguest"), outDir)
 }
 
+// BuildJoinGuest builds the SDK's join conformance guest (joinguest/:
+// flowhost::IntervalJoin or flowhost::EnrichJoin with payloads joined by
+// '|', the behaviour every SDK's join guest shares) into outDir as
+// flowhost_joinguest.wasm and returns the .wasm path. It fails (never
+// skips) when the toolchain is missing, with an error wrapping
+// ErrToolchain that names the packages. It needs the source tree of this
+// module.
+func BuildJoinGuest(outDir string) (wasmPath string, err error) {
+	dir, err := sdkDir()
+	if err != nil {
+		return "", err
+	}
+	return Build(filepath.Join(dir, "joinguest"), outDir)
+}
+
 // sdkDir is the directory of the SDK's sources: this file's.
 func sdkDir() (string, error) {
 	_, self, _, ok := runtime.Caller(0)
