@@ -171,6 +171,7 @@ type partition struct {
 	state     PartitionState
 	snd       *sender
 	derived   slab[derivedMessage] // its outputs with one parent
+	released  []inputRelease       // per input stream, for release
 	proc      compute.Computation
 	version   *version // the one proc is an instance of
 	clock     *ordering.SystemClock

@@ -597,6 +597,11 @@ func (p *partition) release(b *ordering.Batch) {
 	c := p.comp
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// The metrics move once per input stream and batch, not per message:
+	// each move is an atomic operation on a shared gauge.
+	if len(p.released) != len(c.inputs) {
+		p.released = make([]inputRelease, len(c.inputs))
+	}
 	for i := range b.Keys {
 		kb := &b.Keys[i]
 		for _, t := range kb.Timers {
@@ -605,13 +610,25 @@ func (p *partition) release(b *ordering.Batch) {
 		for _, msg := range kb.Messages {
 			p.events.Remove(msg.Time.Event)
 			p.systems.Remove(msg.Time.System)
-			c.mIn[msg.Stream].Inc()
-			s := c.inputs[p.prio[msg].Stream]
-			s.mBuffered.Dec()
-			s.mBufferedBytes.Sub(float64(msg.Size()))
-			s.mBias.Set(nsToSeconds(p.prio[msg].Bias))
+			pr := p.prio[msg]
+			r := &p.released[pr.Stream]
+			r.msgs++
+			r.bytes += msg.Size()
+			r.lastBias = pr.Bias
 			delete(p.prio, msg)
 		}
+	}
+	for i := range p.released {
+		r := &p.released[i]
+		if r.msgs == 0 {
+			continue
+		}
+		s := c.inputs[i]
+		c.mIn[s.name].Add(float64(r.msgs))
+		s.mBuffered.Sub(float64(r.msgs))
+		s.mBufferedBytes.Sub(float64(r.bytes))
+		s.mBias.Set(nsToSeconds(r.lastBias))
+		*r = inputRelease{}
 	}
 	p.publishWatermarks()
 }
@@ -703,4 +720,12 @@ func (p *partition) overQuota(rk *abi.ResponseKey) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// inputRelease is what one batch released of one input stream, for the
+// stream's metrics: messages, their bytes and the last one's bias.
+type inputRelease struct {
+	msgs     int
+	bytes    int64
+	lastBias int64
 }
