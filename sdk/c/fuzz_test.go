@@ -273,7 +273,15 @@ func expectInit(data []byte) (status int64, result []byte, in *abi.Init) {
 	if in.ABI != abi.Version {
 		return int64(abi.StatusUnsupportedVersion), nil, nil
 	}
-	if in.Validate() != nil {
+	// The C SDK holds the names as C strings, cut at their first NUL (a
+	// spec never names a stream with one), and validates what it holds.
+	cut := *in
+	cut.Computation, cut.Kind = cutNUL(in.Computation), abi.Kind(cutNUL(string(in.Kind)))
+	cut.OutputStreams = make([]string, len(in.OutputStreams))
+	for i, s := range in.OutputStreams {
+		cut.OutputStreams[i] = cutNUL(s)
+	}
+	if cut.Validate() != nil {
 		return int64(abi.StatusBadRequest), nil, nil
 	}
 	if s, ok := in.Parameters["fail_init"].(string); ok {
