@@ -1,40 +1,15 @@
 package assemblyscript_test
 
 import (
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
 	"github.com/flowhost/flowhost/abi"
-	flowhost "github.com/flowhost/flowhost/sdk/go"
+	"github.com/flowhost/flowhost/sdk/conformance"
 )
-
-// goJoinConformance is sdk/conformance/joinguest's computation (a package
-// main, so not importable): the Go SDK's helpers with payloads joined by
-// one '|' byte.
-func goJoinConformance(interval bool, lower, upper int64) flowhost.Computation {
-	pipe := func(a, b []byte) []byte { return slices.Concat(a, []byte{'|'}, b) }
-	var process func(*flowhost.Key) error
-	if interval {
-		j := flowhost.NewIntervalJoin("left", "right", time.Duration(lower), time.Duration(upper),
-			func(p flowhost.JoinPair) []byte { return pipe(p.Left.Payload, p.Right.Payload) }, "joined", "expired")
-		process = j.Process
-	} else {
-		e := flowhost.NewEnrichJoin("table", "events",
-			func(ev flowhost.Message, v flowhost.JoinRecord) []byte { return pipe(ev.Payload, v.Payload) }, "enriched", "unmatched")
-		process = e.Process
-	}
-	return flowhost.Computation{Process: func(b *flowhost.Batch) error {
-		for k := range b.Keys() {
-			_ = process(k)
-		}
-		return nil
-	}}
-}
 
 // TestJoinConformanceGuestLikeGo drives random input (three keys, out of
 // order, late records, tombstones in the table) through the join
@@ -59,7 +34,7 @@ func TestJoinConformanceGuestLikeGo(t *testing.T) {
 			var sawPair, sawUnchanged bool
 			rapid.Check(t, func(rt *rapid.T) {
 				in := joinInput(rt, tc.streams, !tc.interval)
-				d := &winDriver{t: t, rt: rt, inst: inst, goComp: goJoinConformance(tc.interval, -3, 7), outputs: tc.outputs}
+				d := &winDriver{t: t, rt: rt, inst: inst, goComp: conformance.GoJoinComputation(tc.interval, -3, 7), outputs: tc.outputs}
 				bound := rapid.Int64Range(0, 8).Draw(rt, "bound")
 				for _, size := range []int{1, 7, 1000} {
 					res, _ := d.run(in, bound, size)

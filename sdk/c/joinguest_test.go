@@ -3,9 +3,7 @@ package c_test
 import (
 	"context"
 	"os"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -13,7 +11,7 @@ import (
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/engine"
 	"github.com/flowhost/flowhost/sdk/c"
-	flowhost "github.com/flowhost/flowhost/sdk/go"
+	"github.com/flowhost/flowhost/sdk/conformance"
 )
 
 // The join conformance guest's streams (joinguest/main.c; the Go one is
@@ -22,29 +20,6 @@ var (
 	confIntervalOutputs = []string{"joined", "expired"}
 	confEnrichOutputs   = []string{"enriched", "unmatched"}
 )
-
-// goJoinConformance is sdk/conformance/joinguest's computation (a package
-// main, so not importable): the Go SDK's helpers with payloads joined by
-// one '|' byte.
-func goJoinConformance(interval bool, lower, upper int64) flowhost.Computation {
-	pipe := func(a, b []byte) []byte { return slices.Concat(a, []byte{'|'}, b) }
-	var process func(*flowhost.Key) error
-	if interval {
-		j := flowhost.NewIntervalJoin("left", "right", time.Duration(lower), time.Duration(upper),
-			func(p flowhost.JoinPair) []byte { return pipe(p.Left.Payload, p.Right.Payload) }, "joined", "expired")
-		process = j.Process
-	} else {
-		e := flowhost.NewEnrichJoin("table", "events",
-			func(ev flowhost.Message, v flowhost.JoinRecord) []byte { return pipe(ev.Payload, v.Payload) }, "enriched", "unmatched")
-		process = e.Process
-	}
-	return flowhost.Computation{Process: func(b *flowhost.Batch) error {
-		for k := range b.Keys() {
-			_ = process(k)
-		}
-		return nil
-	}}
-}
 
 // TestJoinConformanceGuestLikeGo drives random input (two keys, out of
 // order, late records, empty payloads: tombstones in the table) through
@@ -64,7 +39,7 @@ func TestJoinConformanceGuestLikeGo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inst, _ := instance(t, joinConformance)
 			initWith(t, inst, "join", abi.KindTransform, tc.params, tc.outputs...)
-			goComp := goJoinConformance(tc.interval, -3, 7)
+			goComp := conformance.GoJoinComputation(tc.interval, -3, 7)
 			seen := map[string]bool{}
 			rapid.Check(t, func(rt *rapid.T) {
 				in := joinInput(rt, tc.a, tc.b)
