@@ -2658,6 +2658,14 @@ static void put_varint(fh_cbor_writer *w, int64_t v) {
     put_uvarint(w, ux);
 }
 
+static int cmp_i64(int64_t a, int64_t b) { return (a > b) - (a < b); }
+
+static int by_end_start(const void *x, const void *y) {
+    const open_window *a = x, *b = y;
+    int c = cmp_i64(a->end, b->end);
+    return c ? c : cmp_i64(a->start, b->start);
+}
+
 /* win_decode reads a state (has: the key has one) into s, or returns the
  * reason it is not a window state (Go's texts). NULL with s->open NULL
  * and no memory is "out of memory". */
@@ -2702,6 +2710,11 @@ static const char *win_decode(bool has, const uint8_t *b, size_t len, win_state 
             return "bad accumulator length";
         }
         b += n, len -= (size_t)n;
+        /* Sorted and distinct, as win_encode writes them (Go's windowBefore). */
+        if (s->n > 0 && by_end_start(&s->open[s->n - 1], &(open_window){.start = start, .end = end}) >= 0) {
+            win_state_free(s);
+            return "windows out of (end, start) order or repeated";
+        }
         open_window *o = win_push(s, start, end);
         if (o == NULL) {
             win_state_free(s);
@@ -2744,14 +2757,6 @@ static int64_t floor_div(int64_t t, int64_t d) {
         q--;
     }
     return q;
-}
-
-static int cmp_i64(int64_t a, int64_t b) { return (a > b) - (a < b); }
-
-static int by_end_start(const void *x, const void *y) {
-    const open_window *a = x, *b = y;
-    int c = cmp_i64(a->end, b->end);
-    return c ? c : cmp_i64(a->start, b->start);
 }
 
 static int by_start_end(const void *x, const void *y) {

@@ -200,6 +200,12 @@ func decodeWindowState(b []byte) (windowState, error) {
 		}
 		w.acc = slices.Clone(b[n : n+int(size)])
 		b = b[n+int(size):]
+		// encode writes the windows sorted and distinct; two windows with
+		// the same bounds would be found by lookup in an order no sort
+		// defines, and so could differ between SDKs.
+		if last := len(s.open) - 1; last >= 0 && !windowBefore(s.open[last], w) {
+			return bad(windowOrder)
+		}
 		s.open = append(s.open, w)
 	}
 	if len(b) != 0 {
@@ -371,11 +377,20 @@ func (w *Windows) setTimer(k *Key, trigger int64) {
 	w.setHere = append(w.setHere, trigger)
 }
 
+// windowOrder is the error text of a state whose windows are not strictly
+// increasing in (end, start), the order sortOpen keeps.
+const windowOrder = "windows out of (end, start) order or repeated"
+
 func sortOpen(ws []openWindow) {
-	slices.SortFunc(ws, func(a, b openWindow) int {
-		if a.end != b.end {
-			return cmp.Compare(a.end, b.end)
-		}
-		return cmp.Compare(a.start, b.start)
-	})
+	slices.SortFunc(ws, compareWindows)
 }
+
+func compareWindows(a, b openWindow) int {
+	if a.end != b.end {
+		return cmp.Compare(a.end, b.end)
+	}
+	return cmp.Compare(a.start, b.start)
+}
+
+// windowBefore reports whether a sorts strictly before b.
+func windowBefore(a, b openWindow) bool { return compareWindows(a, b) < 0 }

@@ -43,6 +43,9 @@ func TestDecodeWindowStateRefusesBadInput(t *testing.T) {
 		{"truncated count", []byte{1, 0}},
 		{"accumulator past the end", []byte{1, 0, 1, 0, 2, 50}},
 		{"trailing bytes", append((&windowState{}).encode(), 0)},
+		{"windows repeated", (&windowState{open: []openWindow{{start: 24, end: 24}, {start: 24, end: 24, acc: []byte("0")}}}).encode()},
+		{"windows out of order", (&windowState{open: []openWindow{{start: 0, end: 10}, {start: -10, end: 0}}}).encode()},
+		{"same end, starts out of order", (&windowState{open: []openWindow{{start: 5, end: 10}, {start: 0, end: 10}}}).encode()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := decodeWindowState(tc.in); !errors.Is(err, ErrWindowState) {

@@ -154,6 +154,11 @@ function decodeState(b: Uint8Array | null, out: WindowState): string | null {
     if (r.bad || size > <u64>(b.length - r.pos)) return WINDOW_STATE_ERROR + ": bad accumulator length";
     const acc = b.slice(r.pos, r.pos + <i32>size);
     r.pos += <i32>size;
+    // Sorted and distinct, as encodeState writes them (Go's windowBefore).
+    const n = out.open.length;
+    if (n > 0 && !(out.open[n - 1].end < end || (out.open[n - 1].end == end && out.open[n - 1].start < start))) {
+      return WINDOW_STATE_ERROR + ": windows out of (end, start) order or repeated";
+    }
     out.open.push(new OpenWindow(start, end, acc));
   }
   if (r.left != 0) return WINDOW_STATE_ERROR + ": trailing bytes";

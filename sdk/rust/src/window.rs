@@ -138,6 +138,14 @@ pub enum WindowStateError {
         /// Where the field starts.
         at: usize,
     },
+    /// A window is not after the one before it in (end, start) order:
+    /// the encoding keeps them sorted and distinct.
+    Order {
+        /// The window's index, from 0.
+        window: u64,
+        /// Where the window starts.
+        at: usize,
+    },
     /// Bytes follow the last window.
     TrailingBytes {
         /// Where the last window ends.
@@ -162,6 +170,9 @@ impl fmt::Display for WindowStateError {
             WindowStateError::End { window, at } => write!(f, "bad window end of window {} at byte {}", window, at),
             WindowStateError::AccumulatorLength { window, at } => {
                 write!(f, "bad accumulator length of window {} at byte {}", window, at)
+            }
+            WindowStateError::Order { window, at } => {
+                write!(f, "windows out of (end, start) order or repeated: window {} at byte {}", window, at)
             }
             WindowStateError::TrailingBytes { at, len } => write!(f, "trailing bytes: {} from byte {}", len - at, at),
         }
@@ -271,6 +282,7 @@ impl WindowState {
         at += n as usize;
         let mut open = Vec::with_capacity(count as usize);
         for window in 0..count {
+            let window_at = at;
             let (start, n) = varint(&all[at..]);
             if n <= 0 {
                 return Err(WindowStateError::Start { window, at });
@@ -288,6 +300,12 @@ impl WindowState {
             at += n as usize;
             let acc = all[at..at + size as usize].to_vec();
             at += size as usize;
+            if let Some(last) = open.last() {
+                let last: &OpenWindow = last;
+                if (last.end, last.start) >= (end, start) {
+                    return Err(WindowStateError::Order { window, at: window_at });
+                }
+            }
             open.push(OpenWindow { start, end, acc });
         }
         if at != all.len() {
@@ -607,6 +625,8 @@ mod tests {
             ("accumulator past the end", vec![1, 0, 1, 0, 2, 50], AccumulatorLength { window: 0, at: 5 }),
             ("second window cut", vec![1, 0, 2, 0, 2, 0, 0], End { window: 1, at: 7 }),
             ("trailing bytes", trailing, TrailingBytes { at: 3, len: 4 }),
+            ("windows repeated", vec![1, 0, 2, 0, 2, 0, 0, 2, 0], Order { window: 1, at: 6 }),
+            ("windows out of order", vec![1, 0, 2, 0, 20, 0, 0, 2, 0], Order { window: 1, at: 6 }),
         ];
         for (name, input, want) in cases {
             assert_eq!(WindowState::decode(Some(&input)), Err(want), "{}", name);
