@@ -203,10 +203,10 @@ func (r *Runtime) openHTTPSource(ss *spec.Source) (Source, error) {
 }
 
 // sinkRunner feeds one sink from a bounded queue, in batches, so that a
-// slow sink slows its writers down instead of growing memory. With a store
-// each batch commits: the records leave the sink's queue in the same
-// transaction that records the sink's new position (a file sink's length,
-// an HTTP sink's log), which is what makes sinks exactly-once.
+// slow sink slows its writers down instead of growing memory. Each batch
+// commits: the records leave the sink's queue in the same storage batch
+// that records the sink's new position (a file sink's length, an HTTP
+// sink's log), which on a durable storage makes sinks exactly-once.
 type sinkRunner struct {
 	rt      *Runtime
 	name    string
@@ -214,12 +214,14 @@ type sinkRunner struct {
 	inputs  []*stream
 	dest    store.Dest
 	destKey string
-	// Exactly one of these is set with a store: the file sink that commits
-	// its length, or the HTTP sink served from the store's log; neither
-	// for stdout and embedded sinks, which are at-least-once on a crash.
+	// On a durable storage exactly one of these is set: the file sink
+	// that commits its length, or the HTTP sink served from the storage's
+	// log; neither for stdout and embedded sinks, which are at-least-once
+	// on a crash.
 	file *connect.CommittedFileSink
 	http *connect.HTTPSink
-	// kafka is an exactly-once Kafka sink (kafka_sink.go), with a store.
+	// kafka is an exactly-once Kafka sink (kafka_sink.go), on a durable
+	// storage.
 	kafka *connect.KafkaSink
 	pos   store.SinkPosition
 
@@ -255,22 +257,20 @@ func (r *Runtime) newSinkRunner(ss *spec.Sink) (*sinkRunner, error) {
 	return s, nil
 }
 
-// open builds the sink the spec names; with a store, it resumes the sink
-// from its committed position.
+// open builds the sink the spec names and resumes it from its committed
+// position.
 func (s *sinkRunner) open(ss *spec.Sink) error {
 	r := s.rt
-	st := r.opts.store
+	st := r.storage
 	var resumed bool
-	if st != nil {
-		var err error
-		if s.pos, resumed, err = st.Sink(ss.Name); err != nil {
-			return err
-		}
+	var err error
+	if s.pos, resumed, err = st.Sink(ss.Name); err != nil {
+		return err
 	}
 	switch ss.Type {
 	case spec.SinkFile:
 		cfg := connect.FileSinkConfig{Path: ss.File.Path, Format: connect.Format(ss.Format)}
-		if st == nil {
+		if !st.Durable() { // nothing committed to go back to
 			sk, err := connect.OpenFileSink(cfg)
 			s.sink = sk
 			return err
@@ -316,9 +316,11 @@ func (s *sinkRunner) open(ss *spec.Sink) error {
 		}
 		cfg := connect.HTTPSinkConfig{Addr: ss.HTTP.Listen, Path: ss.HTTP.Path, Logger: r.log, TLS: sec.tls, BearerToken: sec.token,
 			Format: connect.Format(ss.Format)}
-		if st != nil {
+		// A durable storage keeps the sink's log, which then outlives the
+		// process; otherwise the sink keeps it in memory.
+		if st.Durable() {
 			cfg.Next = int64(s.pos.Records)
-			cfg.Log = storeSinkLog{st: st, sink: ss.Name}
+			cfg.Log = storageSinkLog{st: st, sink: ss.Name}
 		}
 		hs, err := connect.NewHTTPSink(cfg)
 		if err != nil {
@@ -327,7 +329,7 @@ func (s *sinkRunner) open(ss *spec.Sink) error {
 		r.log.Info("http sink listening", "sink", ss.Name, "url", endpointURL(sec, hs.Addr().String(), ss.HTTP.Path),
 			"bearer_token", sec.token != "")
 		s.sink = hs
-		if st != nil {
+		if cfg.Log != nil {
 			s.http = hs
 		}
 		return nil
@@ -340,11 +342,7 @@ func (s *sinkRunner) open(ss *spec.Sink) error {
 // restoreQueue queues again what was committed for the sink and not yet
 // written before a restart.
 func (s *sinkRunner) restoreQueue() error {
-	st := s.rt.opts.store
-	if st == nil {
-		return nil
-	}
-	return st.Queue(s.dest, func(from ordering.Sender, m *ordering.Message) error {
+	return s.rt.storage.Queue(s.dest, func(from ordering.Sender, m *ordering.Message) error {
 		s.queue = append(s.queue, sinkItem{m: m, from: from, task: m.Task})
 		return nil
 	})
@@ -432,18 +430,15 @@ func (s *sinkRunner) run(ctx context.Context) error {
 	}
 }
 
-// write writes one batch and, with a store, commits it. An HTTP sink's
-// records are committed to its log first and then served; a file sink's
-// are written, synced, and then committed with the file's new length.
+// write writes one batch and commits it. An HTTP sink's records whose log
+// is in the storage are committed to it first and then served; a
+// committed file sink's are written, synced, and then committed with the
+// file's new length.
 func (s *sinkRunner) write(ctx context.Context, batch []sinkItem, recs []connect.SinkRecord) error {
-	st := s.rt.opts.store
-	if st == nil {
-		return s.sink.Write(ctx, recs)
-	}
 	if s.kafka != nil {
 		return s.writeKafka(ctx, batch, recs)
 	}
-	b := st.NewBatch()
+	b := s.rt.storage.NewBatch()
 	for i := range batch {
 		b.Dequeue(s.dest, batch[i].from, batch[i].task)
 	}
@@ -480,18 +475,18 @@ func (s *sinkRunner) write(ctx context.Context, batch []sinkItem, recs []connect
 	return s.rt.metrics.commit("sink", b)
 }
 
-// storeSinkLog is an HTTP sink's log in the store.
-type storeSinkLog struct {
-	st   *store.Store
+// storageSinkLog is an HTTP sink's log in a durable storage.
+type storageSinkLog struct {
+	st   Storage
 	sink string
 }
 
-func (l storeSinkLog) Bounds() (oldest, end int64, err error) {
+func (l storageSinkLog) Bounds() (oldest, end int64, err error) {
 	first, endSeq, err := l.st.SinkLogRange(l.sink)
 	return int64(first), int64(endSeq), err
 }
 
-func (l storeSinkLog) Read(from int64, fn func(n int64, line []byte) error) error {
+func (l storageSinkLog) Read(from int64, fn func(n int64, line []byte) error) error {
 	return l.st.SinkLog(l.sink, uint64(max(from, 0)), func(seq uint64, line []byte) error { return fn(int64(seq), line) })
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/flowhost/flowhost/host/keys"
 	"github.com/flowhost/flowhost/host/spec"
-	"github.com/flowhost/flowhost/host/store"
 	"github.com/flowhost/flowhost/ordering"
 )
 
@@ -90,7 +89,7 @@ func (r *Runtime) plan(ctx context.Context, snd *sender, m *ordering.Message, ds
 }
 
 // persist stores every delivery in its destination's queue.
-func persist(b *store.Batch, from ordering.Sender, ds []delivery) {
+func persist(b StorageBatch, from ordering.Sender, ds []delivery) {
 	for i := range ds {
 		d := &ds[i]
 		if d.part != nil {
@@ -102,8 +101,8 @@ func persist(b *store.Batch, from ordering.Sender, ds []delivery) {
 }
 
 // deliver hands the deliveries over, in order, waiting where a destination
-// is full (backpressure). With a store they were committed first, so
-// nothing uncommitted is ever seen downstream.
+// is full (backpressure). They were committed first, so nothing
+// uncommitted is ever seen downstream.
 func (r *Runtime) deliver(ctx context.Context, from ordering.Sender, ds []delivery) error {
 	for i := 0; i < len(ds); i++ {
 		d := &ds[i]
@@ -131,73 +130,8 @@ func (r *Runtime) deliver(ctx context.Context, from ordering.Sender, ds []delive
 	return nil
 }
 
-// storeState is a computation partition's keyed state and timers in the
-// store. The runtime writes a durable partition's changes with its epoch
-// (writeCommit) and then tells it (committed), so Commit here serves only
-// callers outside an epoch. The partition is the only writer of its keys,
-// so it caches what it read or committed, up to stateCacheBytes (then it
-// starts over): most batches then read no state from the store.
-type storeState struct {
-	st         *store.Store
-	comp       string
-	part       int
-	cache      map[string]cachedState
-	cacheBytes int
-}
-
-type cachedState struct {
-	value []byte
-	ok    bool
-}
-
-// stateCacheBytes bounds the state a partition caches.
-const stateCacheBytes = 32 << 20
-
-func newStoreState(st *store.Store, comp string, part int) *storeState {
-	return &storeState{st: st, comp: comp, part: part, cache: map[string]cachedState{}}
-}
-
-func (s *storeState) Get(key string) ([]byte, bool, error) {
-	if c, hit := s.cache[key]; hit {
-		return c.value, c.ok, nil
-	}
-	v, ok, err := s.st.State(s.comp, s.part, key)
-	if err == nil {
-		s.remember(key, v, ok)
-	}
-	return v, ok, err
-}
-
-func (s *storeState) remember(key string, v []byte, ok bool) {
-	if s.cacheBytes > stateCacheBytes {
-		clear(s.cache)
-		s.cacheBytes = 0
-	}
-	s.cache[key] = cachedState{value: v, ok: ok}
-	s.cacheBytes += len(key) + len(v) + 64
-}
-
-// committed records the state changes of a committed epoch.
-func (s *storeState) committed(c *Commit) {
-	for _, ch := range c.State {
-		s.remember(ch.Key, ch.Value, !ch.Delete)
-	}
-}
-
-func (s *storeState) Timers() ([]ordering.Timer, error) { return s.st.Timers(s.comp, s.part) }
-
-func (s *storeState) Commit(c *Commit) error {
-	b := s.st.NewBatch()
-	writeCommit(b, s.comp, s.part, c)
-	if err := b.Commit(); err != nil {
-		return err
-	}
-	s.committed(c)
-	return nil
-}
-
 // writeCommit adds a batch's state and timer changes to a store batch.
-func writeCommit(b *store.Batch, comp string, part int, c *Commit) {
+func writeCommit(b StorageBatch, comp string, part int, c *Commit) {
 	for _, ch := range c.State {
 		if ch.Delete {
 			b.DeleteState(comp, part, ch.Key)

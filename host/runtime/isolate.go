@@ -296,5 +296,5 @@ func (p *partition) stateOf(ep *epoch, key string) ([]byte, bool, error) {
 			return ch.Value, !ch.Delete, nil
 		}
 	}
-	return p.state.Get(key)
+	return p.comp.rt.storage.State(p.comp.spec.Name, p.index, key)
 }

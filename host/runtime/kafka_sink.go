@@ -66,8 +66,8 @@ func (s *sinkRunner) openKafka(ss *spec.Sink) error {
 	if err != nil {
 		return err
 	}
-	st := r.opts.store
-	if k.Delivery == spec.DeliveryExactlyOnce && st == nil {
+	durable := r.storage.Durable()
+	if k.Delivery == spec.DeliveryExactlyOnce && !durable {
 		return r.pipe.ErrorAt(path+".delivery", "sink %q: exactly_once needs a data directory, where the sink records the batch it is committing; run without --in-memory, or set delivery: at_least_once", ss.Name)
 	}
 	metrics, err := r.kafkaSinkMetrics()
@@ -78,7 +78,7 @@ func (s *sinkRunner) openKafka(ss *spec.Sink) error {
 		Conn: conn, Topic: k.Topic, KeyFields: k.KeyFields, PayloadOnly: ss.Format == spec.FormatPayload,
 		Name: ss.Name, Metrics: metrics, Logger: r.log, BrokerHook: r.metrics.kafka.BrokerHook("sink "+ss.Name, r.log),
 	}
-	eos := k.ExactlyOnce(st != nil)
+	eos := k.ExactlyOnce(durable)
 	if eos {
 		cfg.TransactionalID = k.TransactionalIDOf(r.pipe.Name, ss.Name)
 		cfg.MarkerGroup = k.MarkerGroupOf(r.pipe.Name, ss.Name)
@@ -105,9 +105,8 @@ func (s *sinkRunner) openKafka(ss *spec.Sink) error {
 
 // writeKafka commits one batch of an exactly-once Kafka sink.
 func (s *sinkRunner) writeKafka(ctx context.Context, batch []sinkItem, recs []connect.SinkRecord) error {
-	st := s.rt.opts.store
 	s.pos.Pending = pendingOf(s.pos.Batch+1, batch)
-	b := st.NewBatch()
+	b := s.rt.storage.NewBatch()
 	b.SetSink(s.name, s.pos)
 	if err := s.rt.metrics.commit("sink", b); err != nil {
 		return err
@@ -127,7 +126,7 @@ func (s *sinkRunner) writeKafka(ctx context.Context, batch []sinkItem, recs []co
 // finishKafka dequeues the pending batch, which is in Kafka, and records
 // it committed.
 func (s *sinkRunner) finishKafka(batch []sinkItem) error {
-	b := s.rt.opts.store.NewBatch()
+	b := s.rt.storage.NewBatch()
 	for i := range batch {
 		b.Dequeue(s.dest, batch[i].from, batch[i].task)
 	}

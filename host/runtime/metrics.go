@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowhost/flowhost/host/connect"
-	"github.com/flowhost/flowhost/host/store"
 )
 
 // metrics are the runtime's Prometheus series. Each Runtime registers its
@@ -207,7 +206,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // commit commits b and records how long it took under stage.
-func (m *metrics) commit(stage string, b *store.Batch) error {
+func (m *metrics) commit(stage string, b StorageBatch) error {
 	start := time.Now()
 	err := b.Commit()
 	m.commitSeconds.WithLabelValues(stage).Observe(time.Since(start).Seconds())

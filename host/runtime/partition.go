@@ -168,7 +168,6 @@ type partition struct {
 	strategy  *ordering.OutputWatermark
 	timers    *ordering.TimerStore
 	timerEvts ordering.InFlight
-	state     PartitionState
 	snd       *sender
 	derived   slab[derivedMessage] // its outputs with one parent
 	released  []inputRelease       // per input stream, for release
@@ -258,17 +257,11 @@ func (p *partition) start(ctx context.Context) error {
 	if p.rebatcher, err = ordering.NewBatcher(limits); err != nil {
 		return err
 	}
-	var meta store.PartitionMeta
-	var resumed bool
-	if st := r.opts.store; st != nil {
-		p.state = newStoreState(st, c.spec.Name, p.index)
-		if meta, resumed, err = st.Partition(c.spec.Name, p.index); err != nil {
-			return err
-		}
-	} else if p.state, err = r.opts.state.Partition(c.spec.Name, p.index); err != nil {
+	meta, resumed, err := r.storage.Partition(c.spec.Name, p.index)
+	if err != nil {
 		return err
 	}
-	pending, err := p.state.Timers()
+	pending, err := r.storage.Timers(c.spec.Name, p.index)
 	if err != nil {
 		return err
 	}
@@ -326,12 +319,8 @@ func isRefused(f compute.Factory) bool {
 // restoreQueue hands the partition back what was committed for it and not
 // yet consumed before a restart, in the order each sender queued it.
 func (p *partition) restoreQueue() error {
-	st := p.comp.rt.opts.store
-	if st == nil {
-		return nil
-	}
 	name := p.comp.spec.Name
-	return st.Queue(p.dest, func(from ordering.Sender, m *ordering.Message) error {
+	return p.comp.rt.storage.Queue(p.dest, func(from ordering.Sender, m *ordering.Message) error {
 		s := p.comp.rt.streams[m.Stream]
 		if _, ok := p.merge.StreamIndex(m.Stream); !ok || s == nil {
 			return fmt.Errorf("%w: the queue of %s holds message %s of stream %q, which %s does not read", store.ErrCorrupted, p.dest, m.ID, m.Stream, name)

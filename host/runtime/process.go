@@ -13,8 +13,8 @@ import (
 
 // process runs one batch through the computation and commits it as one
 // epoch: state and timer changes, the derived messages (stamped by the
-// host), the consumed inputs, and with a store the partition's positions,
-// all in one transaction. Only then do the derived messages go downstream.
+// host), the consumed inputs and the partition's positions, all in one
+// storage batch. Only then do the derived messages go downstream.
 //
 // A batch the guest fails is handled by the computation's failure policy
 // (failure.go): retried on a fresh instance, and when every attempt
@@ -254,21 +254,13 @@ type epoch struct {
 	indexed    int
 }
 
-// commitEpoch commits an epoch. Without a store only the state changes
-// have somewhere to go; with one, everything commits in one transaction:
-// state, timers, the inputs taken off this partition's queue, the outputs
-// put on their destinations' queues, and the partition's epoch, id
-// counters, clock, watermarks, biases and TaskIds.
+// commitEpoch commits an epoch in one batch of the storage: state, timers,
+// the inputs taken off this partition's queue, the outputs put on their
+// destinations' queues, and the partition's epoch, id counters, clock,
+// watermarks, biases and TaskIds.
 func (p *partition) commitEpoch(ep *epoch, b *ordering.Batch) error {
 	c := p.comp
-	st := c.rt.opts.store
-	if st == nil {
-		if len(ep.commit.State)+len(ep.commit.TimersSet)+len(ep.commit.TimersDeleted) == 0 {
-			return nil
-		}
-		return p.state.Commit(&ep.commit)
-	}
-	sb := st.NewBatch()
+	sb := c.rt.storage.NewBatch()
 	writeCommit(sb, c.spec.Name, p.index, &ep.commit)
 	for i := range b.Keys {
 		for _, m := range b.Keys[i].Messages {
@@ -288,13 +280,7 @@ func (p *partition) commitEpoch(ep *epoch, b *ordering.Batch) error {
 		meta.Bias[name] = p.merge.Bias(i)
 	}
 	sb.SetPartition(c.spec.Name, p.index, meta)
-	if err := c.rt.metrics.commit("epoch", sb); err != nil {
-		return err
-	}
-	if ss, ok := p.state.(*storeState); ok {
-		ss.committed(&ep.commit)
-	}
-	return nil
+	return c.rt.metrics.commit("epoch", sb)
 }
 
 // Causes of a failed batch, for metrics and logs.

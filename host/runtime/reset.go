@@ -47,7 +47,7 @@ func ResetComputations(p *spec.Pipeline, sources []string) []string {
 // the replayed sources' watermarks; the replayed partitions' read
 // positions move to where the replay starts.
 func (r *Runtime) resetForReplay() error {
-	st := r.opts.store
+	st := r.storage
 	var names []string
 	for _, s := range r.pipe.Sources {
 		if _, ok := r.opts.replay[s.Name]; ok {

@@ -40,7 +40,7 @@ type Replay struct {
 
 // offset resolves the replay position in one partition whose records end
 // before end.
-func (rp Replay) offset(st *store.Store, stream string, part int, end uint64) (uint64, error) {
+func (rp Replay) offset(st Storage, stream string, part int, end uint64) (uint64, error) {
 	first, stored, err := st.SourceRange(stream, part)
 	if err != nil {
 		return 0, err
@@ -74,10 +74,6 @@ func (rp Replay) offset(st *store.Store, stream string, part int, end uint64) (u
 // the HTTP sink log records beyond retention.sink_log_records, so the
 // store does not grow without bound.
 func (r *Runtime) retain(ctx context.Context) error {
-	st := r.opts.store
-	if st == nil {
-		return nil
-	}
 	pol := r.pipe.Retention
 	tick := time.NewTicker(pol.Interval)
 	defer tick.Stop()
@@ -94,7 +90,7 @@ func (r *Runtime) retain(ctx context.Context) error {
 }
 
 func (r *Runtime) retainOnce(pol spec.Retention) error {
-	st := r.opts.store
+	st := r.storage
 	cutoff := r.opts.now() - int64(pol.Sources)
 	b := st.NewBatch()
 	deleted := 0

@@ -7,10 +7,13 @@
 // timers. All ordering decisions come from package ordering; this package
 // adds goroutines, locks, backpressure and I/O.
 //
-// # Exactly-once
+// # Storage and exactly-once
 //
-// With [WithStore] every step that hands data on commits first, in one
-// transaction of the store, and hands on only what committed:
+// Streams, queues, keyed state, timers, partition metadata and commits
+// live behind one boundary, [Storage] (storage.go), with one code path for
+// every implementation. Every step that hands data on commits first, in
+// one [StorageBatch], and hands on only what committed; with [WithStore]
+// (the pebble store) those commits are durable transactions:
 //
 //   - ingest: accepted source records, with their offsets, WriteTimestamps
 //     and the connector's resume position, in groups (an HTTP request is
@@ -35,9 +38,9 @@
 // construction rather than filtered: an input's only copy is deleted by
 // the epoch that consumed it.
 //
-// Without a store, keyed state and timers are kept behind [StateStore]
-// (in memory by default) and everything else is lost when the process
-// ends.
+// On [NewMemoryStorage], the default, keyed state and timers are kept in
+// memory and everything else lives only in the runtime's buffers: it is
+// lost when the process ends.
 package runtime
 
 import (
@@ -74,6 +77,8 @@ type Runtime struct {
 	log     *slog.Logger
 	metrics *metrics
 	trace   *traceWriter
+	// storage is where streams, queues, state, timers and commits live.
+	storage Storage
 
 	streams map[string]*stream
 	comps   []*computation
@@ -197,11 +202,14 @@ func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option)
 	if o.trace != nil {
 		r.trace = newTraceWriter(o.trace)
 	}
-	if o.store != nil {
-		if err := o.store.Bind(Fingerprint(p)); err != nil {
-			return nil, err
-		}
-	} else if len(o.replay) > 0 {
+	if o.storage == nil {
+		o.storage = NewMemoryStorage()
+	}
+	r.opts.storage, r.storage = o.storage, o.storage
+	if err := r.storage.Bind(Fingerprint(p)); err != nil {
+		return nil, err
+	}
+	if len(o.replay) > 0 && !r.storage.Durable() {
 		return nil, errors.New("replaying a source needs a store: its records are kept there")
 	}
 	for name := range o.replay {
@@ -371,7 +379,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 		err = ErrInterrupted
 	}
 	r.closeAll(work)
-	if r.opts.store != nil && err == nil {
+	if err == nil {
 		// A last retention pass, so that a finished run leaves no more
 		// behind than its policy allows.
 		if rerr := r.retainOnce(r.pipe.Retention); rerr != nil {
@@ -465,7 +473,6 @@ type options struct {
 	trace      io.Writer
 	now        func() int64
 	workers    int
-	state      StateStore
 	deadLetter io.Writer
 	sinks      map[string]Sink
 	sources    map[string]Source
@@ -475,7 +482,7 @@ type options struct {
 	// workProgress is told how replays and Kafka backlogs advance.
 	workProgress func(WorkProgress)
 	sourceCap    int64
-	store        *store.Store
+	storage      Storage
 	replay       map[string]Replay
 
 	// insecureListen lets HTTP endpoints serve plain HTTP on addresses
@@ -493,7 +500,6 @@ func defaultOptions() options {
 		gatherer:  reg,
 		now:       func() int64 { return time.Now().UnixNano() },
 		workers:   defaultWorkers(),
-		state:     NewMemoryStore(),
 		sourceCap: DefaultSourceQueueBytes,
 		stopGrace: -1,
 	}
@@ -532,9 +538,6 @@ func WithClock(now func() int64) Option { return func(o *options) { o.now = now 
 // Tenant); the operator's computations count as one tenant of weight 1.
 func WithWorkers(n int) Option { return func(o *options) { o.workers = max(1, n) } }
 
-// WithStateStore replaces the in-memory store of keyed state and timers.
-func WithStateStore(s StateStore) Option { return func(o *options) { o.state = s } }
-
 // WithDeadLetter writes dead-letter records to w instead of the file the
 // spec names.
 func WithDeadLetter(w io.Writer) Option { return func(o *options) { o.deadLetter = w } }
@@ -572,10 +575,15 @@ func WithSourceQueueBytes(n int64) Option { return func(o *options) { o.sourceCa
 // WithStore makes the run exactly-once on st: sources, queues between
 // computations, state, timers, positions and watermarks are committed to
 // it, and a run started on a store resumes from its last commits (see
-// package store and the package documentation). It replaces
-// [WithStateStore]. Without it everything is kept in memory and lost when
-// the process ends.
-func WithStore(st *store.Store) Option { return func(o *options) { o.store = st } }
+// package store and the package documentation). Without it, or
+// [WithStorage], the run is on a [NewMemoryStorage] of its own: everything
+// is lost when the process ends.
+func WithStore(st *store.Store) Option { return func(o *options) { o.storage = newPebbleStorage(st) } }
+
+// WithStorage runs the pipeline on s (see [Storage]): for example a
+// [NewMemoryStorage] shared by runtimes run one after another, which then
+// find the keyed state and timers the last one committed.
+func WithStorage(s Storage) Option { return func(o *options) { o.storage = s } }
 
 // WithReplay reprocesses the named sources from the positions given (see
 // [Replay]); it needs [WithStore], which holds the records.

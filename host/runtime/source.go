@@ -22,8 +22,8 @@ type Source = connect.Source
 // sourceStream is the source queue of one source stream: records are
 // appended per partition as the connector accepts them (WriteTimestamp
 // taken there) and read in partition priority, earliest WriteTimestamp
-// first. With a store, appended records are committed in groups before
-// the reader sees them (ingest), and the reader commits each group it
+// first. On a durable storage, appended records are committed in groups
+// before the reader sees them (ingest); the reader commits each group it
 // routes, with its read positions, before handing it over.
 type sourceStream struct {
 	rt     *Runtime
@@ -56,14 +56,14 @@ type sourceStream struct {
 	gateBias bool
 	mRecords prometheus.Counter
 
-	// The ingest group (with a store): records appended since the last
+	// The ingest group (durable storage): records appended since the last
 	// commit, invisible to the reader until their batch commits. commitMu
 	// keeps one commit at a time (the connector's goroutine and the linger
 	// timer both commit).
 	commitMu   sync.Mutex
 	pending    []pendingRecord
 	pendingLen int64
-	batch      *store.Batch
+	batch      StorageBatch
 	resume     []byte // the connector's position after the last pending record
 	linger     *time.Timer
 	// Idempotency keys of the pending group and of the group being
@@ -132,7 +132,7 @@ const (
 	ingestGroupBytes = 4 << 20
 	ingestLinger     = 2 * time.Millisecond
 	readGroupRows    = 2048
-	// memoryReadGroupRows bounds a group routed without a store: large
+	// memoryReadGroupRows bounds a group routed in memory: large
 	// enough to spread the per-group work, small enough that a group's
 	// first record does not wait long behind its last.
 	memoryReadGroupRows = 256
@@ -171,11 +171,9 @@ func (r *Runtime) newSourceStream(ss *spec.Source, s *stream) (*sourceStream, er
 		// entries must never collide.
 		src.parts[i].snd = newSender(ordering.Sender{Computation: "source:" + s.name, Partition: i}, nil)
 	}
-	var resume []byte
-	if r.opts.store != nil {
-		if resume, err = src.recover(); err != nil {
-			return nil, fmt.Errorf("source %q: resuming from the store: %w", ss.Name, err)
-		}
+	resume, err := src.recover()
+	if err != nil {
+		return nil, fmt.Errorf("source %q: resuming from the store: %w", ss.Name, err)
 	}
 	conn, ok := r.opts.sources[ss.Name]
 	if !ok {
@@ -203,13 +201,13 @@ func watermarkConfig(ss *spec.Source) ordering.WatermarkConfig {
 	}
 }
 
-// recover restores the source from the store: each partition's append
+// recover restores the source from the storage: each partition's append
 // offset, clock, reader TaskIds and the records appended but not yet
 // routed (or, for a replay, those from the replay position on), and the
 // stream's watermarks. It returns the connector's resume position.
 func (src *sourceStream) recover() ([]byte, error) {
 	r := src.rt
-	st := r.opts.store
+	st := r.storage
 	name := src.stream.name
 	now := r.opts.now()
 	replay, replaying := r.opts.replay[src.spec.Name]
@@ -285,7 +283,7 @@ func (src *sourceStream) recover() ([]byte, error) {
 // (stored by a flowhost that did not record it) the time now, so that
 // retention keeps them for a full period from this run on.
 func (src *sourceStream) ensureIngestTimes(now int64) error {
-	st := src.rt.opts.store
+	st := src.rt.storage
 	b := st.NewBatch()
 	for i := range src.parts {
 		added, err := st.EnsureIngestTimes(b, src.stream.name, i, now)
@@ -347,8 +345,8 @@ func (src *sourceStream) ingest(ctx, work context.Context) error {
 }
 
 // append takes one record from the connector: it gets its offset and
-// timestamps here, and is visible to the reader at once, or with a store
-// once its group has committed. A record with More is only held: the
+// timestamps here, and is visible to the reader at once, or on a durable
+// storage once its group has committed. A record with More is only held: the
 // records of an all-or-nothing group are appended together, with the one
 // that ends it, so that no commit holds part of a group; an error discards
 // the group held so far.
@@ -395,12 +393,11 @@ func (src *sourceStream) hold(work context.Context, rec connect.Record) error {
 
 // appendGroup appends the records of one group under one hold of src.mu,
 // having waited for room in the source queue for the group as a whole (so
-// that one group may take the queue past its bound). With a store, the
-// duplicates are looked up before anything is appended, so that a failing
-// lookup appends none of the group.
+// that one group may take the queue past its bound). The duplicates are
+// looked up before anything is appended, so that a failing lookup appends
+// none of the group.
 func (src *sourceStream) appendGroup(work context.Context, group []connect.Record) error {
 	r := src.rt
-	st := r.opts.store
 	src.mu.Lock()
 	for src.queued >= src.capBytes && work.Err() == nil {
 		if len(src.pending) > 0 { // what waits for the reader may be uncommitted
@@ -417,35 +414,33 @@ func (src *sourceStream) appendGroup(work context.Context, group []connect.Recor
 		src.mu.Unlock()
 		return work.Err()
 	}
-	var dups map[int]bool // group indexes of records accepted before
-	if st != nil {
-		var inGroup map[string]bool // the ids of the group's earlier records
-		for i, rec := range group {
-			if rec.ID == "" {
-				continue
+	var dups map[int]bool       // group indexes of records accepted before
+	var inGroup map[string]bool // the ids of the group's earlier records
+	for i, rec := range group {
+		if rec.ID == "" {
+			continue
+		}
+		dup := inGroup[rec.ID]
+		if dup {
+			src.mDuplicates.Inc()
+		} else {
+			var err error
+			if dup, err = src.seen(rec.ID); err != nil {
+				src.mu.Unlock()
+				return err
 			}
-			dup := inGroup[rec.ID]
-			if dup {
-				src.mDuplicates.Inc()
-			} else {
-				var err error
-				if dup, err = src.seen(rec.ID); err != nil {
-					src.mu.Unlock()
-					return err
-				}
+		}
+		if len(group) > 1 {
+			if inGroup == nil {
+				inGroup = map[string]bool{}
 			}
-			if len(group) > 1 {
-				if inGroup == nil {
-					inGroup = map[string]bool{}
-				}
-				inGroup[rec.ID] = true
+			inGroup[rec.ID] = true
+		}
+		if dup {
+			if dups == nil {
+				dups = map[int]bool{}
 			}
-			if dup {
-				if dups == nil {
-					dups = map[int]bool{}
-				}
-				dups[i] = true
-			}
+			dups[i] = true
 		}
 	}
 	now := r.opts.now()
@@ -462,9 +457,7 @@ func (src *sourceStream) appendGroup(work context.Context, group []connect.Recor
 		}
 		due = src.appendLocked(rec, now) || due
 	}
-	if st == nil {
-		src.cond.Broadcast()
-	}
+	src.cond.Broadcast() // records visible at once (see appendLocked)
 	src.mu.Unlock()
 	if due {
 		return src.flushIngest()
@@ -472,11 +465,13 @@ func (src *sourceStream) appendGroup(work context.Context, group []connect.Recor
 	return nil
 }
 
-// appendLocked appends one record; with a store, to the pending ingest
-// group. It reports whether that group is due to commit. Called with
-// src.mu held.
+// appendLocked appends one record. On a durable storage it goes to the
+// pending ingest group, visible to the reader once the group committed,
+// and appendLocked reports whether that group is due to commit; otherwise
+// the storage keeps no record, so its append is its commit and the reader
+// sees it at once. Called with src.mu held.
 func (src *sourceStream) appendLocked(rec connect.Record, now int64) (due bool) {
-	st := src.rt.opts.store
+	st := src.rt.storage
 	write := now
 	if rec.HasWrite {
 		write = rec.Write
@@ -504,7 +499,7 @@ func (src *sourceStream) appendLocked(rec connect.Record, now int64) (due bool) 
 		Payload: rec.Payload,
 	}
 	src.queued += m.Size()
-	if st == nil {
+	if !st.Durable() {
 		p.offset++
 		src.publish(rec.Partition, m, now)
 		return false
@@ -536,7 +531,7 @@ func (src *sourceStream) seen(id string) (bool, error) {
 	_, committing := src.committingIDs[id]
 	dup := pending || committing
 	if !dup {
-		rec, ok, err := src.rt.opts.store.Idempotent(src.stream.name, id)
+		rec, ok, err := src.rt.storage.Idempotent(src.stream.name, id)
 		if err != nil {
 			return false, err
 		}
@@ -612,9 +607,9 @@ type routed struct {
 
 // read hands the queued records downstream in partition priority and
 // publishes the stream's watermarks after each group has been delivered,
-// so a watermark never passes a record that is not yet in a buffer. With a
-// store, records are routed in groups that commit, with the partitions'
-// read positions, before they are handed over.
+// so a watermark never passes a record that is not yet in a buffer.
+// Records are routed in groups that commit, with the partitions' read
+// positions, before they are handed over.
 func (src *sourceStream) read(work context.Context) error {
 	r := src.rt
 	defer src.stopIdle()
@@ -624,11 +619,12 @@ func (src *sourceStream) read(work context.Context) error {
 	w := src.watermarksLocked(r.opts.now())
 	src.mu.Unlock()
 	src.publishWatermarks(w)
-	// In memory too, records are delivered in groups of what is queued
-	// (never waiting for more): the watermarks are recomputed and
-	// published once per group instead of once per record.
+	// Records are delivered in groups of what is queued (never waiting
+	// for more): the watermarks are recomputed and published once per
+	// group instead of once per record. A durable group's commit costs a
+	// sync, so its groups are larger.
 	groupRows := memoryReadGroupRows
-	if r.opts.store != nil {
+	if r.storage.Durable() {
 		groupRows = readGroupRows
 	}
 	var group []routed
@@ -650,7 +646,7 @@ func (src *sourceStream) read(work context.Context) error {
 			}
 			continue
 		}
-		if !ok && r.opts.store != nil {
+		if !ok {
 			// A group commits the watermarks published before it, so
 			// the last group's move is stored here, before waiting:
 			// otherwise a source that goes quiet (Kafka, HTTP) restarts
@@ -658,7 +654,7 @@ func (src *sourceStream) read(work context.Context) error {
 			// that move would fire wait for records that may never come.
 			if wm := src.watermarksToStoreLocked(nil); !wm.Equal(src.storedWM) {
 				src.mu.Unlock()
-				b := r.opts.store.NewBatch()
+				b := r.storage.NewBatch()
 				b.SetSourceWatermarks(src.stream.name, wm)
 				if err := b.Commit(); err != nil {
 					return fmt.Errorf("source %q: committing its watermarks: %w", src.spec.Name, err)
@@ -683,12 +679,10 @@ func (src *sourceStream) read(work context.Context) error {
 			src.readEnd = true
 			src.idleTimer.Stop()
 			src.mu.Unlock()
-			if st := r.opts.store; st != nil {
-				b := st.NewBatch()
-				b.SetSourceWatermarks(src.stream.name, wm)
-				if err := b.Commit(); err != nil {
-					return fmt.Errorf("source %q: committing its watermarks: %w", src.spec.Name, err)
-				}
+			b := r.storage.NewBatch()
+			b.SetSourceWatermarks(src.stream.name, wm)
+			if err := b.Commit(); err != nil {
+				return fmt.Errorf("source %q: committing its watermarks: %w", src.spec.Name, err)
 			}
 			src.gate.end(src.gateIdx)
 			src.stream.finish(end)
@@ -753,31 +747,29 @@ func (src *sourceStream) watermarksToStoreLocked(group []routed) store.Watermark
 	return w
 }
 
-// deliverGroup commits a group of routed records (with a store), hands
-// them over and then publishes the watermarks they allow.
+// deliverGroup commits a group of routed records, hands them over and then
+// publishes the watermarks they allow.
 func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds []delivery) error {
 	if len(group) == 0 {
 		return nil
 	}
 	r := src.rt
 	name := src.stream.name
-	if st := r.opts.store; st != nil {
-		b := st.NewBatch()
-		next := map[int]uint64{}
-		for _, g := range group {
-			persist(b, src.parts[g.part].snd.id, ds[g.lo:g.hi])
-			next[g.part] = max(next[g.part], g.m.ID.Root().Seq+1)
-		}
-		for part, n := range next {
-			b.SetRead(name, part, store.ReadPosition{Next: n, Tasks: src.parts[part].snd.tasks})
-		}
-		src.mu.Lock()
-		src.storedWM = src.watermarksToStoreLocked(group)
-		b.SetSourceWatermarks(name, src.storedWM)
-		src.mu.Unlock()
-		if err := r.metrics.commit("route", b); err != nil {
-			return fmt.Errorf("source %q: committing %d routed records: %w", src.spec.Name, len(group), err)
-		}
+	b := r.storage.NewBatch()
+	next := map[int]uint64{}
+	for _, g := range group {
+		persist(b, src.parts[g.part].snd.id, ds[g.lo:g.hi])
+		next[g.part] = max(next[g.part], g.m.ID.Root().Seq+1)
+	}
+	for part, n := range next {
+		b.SetRead(name, part, store.ReadPosition{Next: n, Tasks: src.parts[part].snd.tasks})
+	}
+	src.mu.Lock()
+	src.storedWM = src.watermarksToStoreLocked(group)
+	b.SetSourceWatermarks(name, src.storedWM)
+	src.mu.Unlock()
+	if err := r.metrics.commit("route", b); err != nil {
+		return fmt.Errorf("source %q: committing %d routed records: %w", src.spec.Name, len(group), err)
 	}
 	if src.replay != nil {
 		// Counted once committed: a replay interrupted before its commit

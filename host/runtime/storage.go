@@ -1,0 +1,433 @@
+package runtime
+
+import (
+	"sync"
+
+	"github.com/flowhost/flowhost/host/store"
+	"github.com/flowhost/flowhost/ordering"
+)
+
+// Storage is where a run's streams, queues, keyed state, timers, partition
+// metadata and commits live: the one boundary between the runtime and
+// what keeps its data. The runtime has one code path for every
+// implementation: it reads what a Storage holds when it starts (recovery)
+// and writes every step's effects into one [StorageBatch], which it
+// commits before it hands anything on:
+//
+//   - ingest: records appended to a source partition, their ingest
+//     position, ingest time, idempotency keys and the connector's resume
+//     position;
+//   - routing: a source reader's records copied into the queues of the
+//     partitions and sinks that read them, with the read positions, the
+//     TaskIds given and the source's watermarks;
+//   - an epoch: a computation partition's state and timer changes, the
+//     inputs taken off its queue, the outputs put on their destinations'
+//     queues and the partition's metadata;
+//   - a sink batch: taken off the sink's queue with the sink's position.
+//
+// Two implementations exist: [NewMemoryStorage], the default, and the
+// pebble store ([WithStore]). An implementation is [Storage.Durable] or
+// not; that is the one thing the runtime asks, in the places where a
+// durable commit changes what may be shown before it (a source record is
+// visible to its reader at once in memory, after its group committed
+// otherwise) or what a feature needs (replay, a committed file sink, an
+// exactly-once Kafka sink, an HTTP sink's log that outlives the process).
+//
+// Every method may be called from several goroutines at once; a
+// computation partition's keys and timers are read and written by one
+// goroutine at a time (the partition's), and a queue is written by its
+// senders' commits and read only at start.
+type Storage interface {
+	// Bind ties the storage to a pipeline's shape ([Fingerprint]). A
+	// durable storage written by a pipeline of another shape is refused
+	// with store.ErrPipelineMismatch.
+	Bind(fingerprint string) error
+	// Durable reports whether what a committed batch wrote outlives the
+	// process, so that a run started on the storage resumes from it.
+	// When false the storage keeps keyed state and timers (for runtimes
+	// restarted on it in one process) and forgets the rest: source
+	// records, queues, positions and watermarks live only in the
+	// runtime's buffers, which are then their only copy.
+	Durable() bool
+	// NewBatch starts a batch of writes. Nothing it holds is visible to
+	// any read before its Commit returns nil.
+	NewBatch() StorageBatch
+
+	// Ingest returns a source partition's committed append position; ok
+	// is false when it has none.
+	Ingest(stream string, partition int) (p store.IngestPosition, ok bool, err error)
+	// Read returns a source partition's committed routing position.
+	Read(stream string, partition int) (p store.ReadPosition, ok bool, err error)
+	// SourceRecords calls fn, in offset order, for each retained record of
+	// a source partition from offset from on.
+	SourceRecords(stream string, partition int, from uint64, fn func(offset uint64, m *ordering.Message) error) error
+	// SourceRange returns the offsets of the first retained record and one
+	// past the last appended.
+	SourceRange(stream string, partition int) (first, end uint64, err error)
+	// SourceOffsetAt returns the offset of the first retained record whose
+	// WriteTimestamp is at or after write (end when none is).
+	SourceOffsetAt(stream string, partition int, write int64) (uint64, error)
+	// SourceOffsetIngestedAt returns the offset of the first record
+	// ingested at or after wall (by the wall clock).
+	SourceOffsetIngestedAt(stream string, partition int, wall int64) (uint64, error)
+	// EnsureIngestTimes gives records that have no ingest time the time
+	// wall, in b; it reports whether it added any.
+	EnsureIngestTimes(b StorageBatch, stream string, partition int, wall int64) (bool, error)
+	// SourceWatermarks returns a source stream's committed watermarks.
+	SourceWatermarks(stream string) (w store.Watermarks, ok bool, err error)
+	// Connector returns a source connector's committed resume position
+	// (nil when none).
+	Connector(source string) ([]byte, error)
+	// Idempotent reports whether a record with idempotency key id was
+	// accepted by stream, and where.
+	Idempotent(stream, id string) (rec store.Idempotency, ok bool, err error)
+	// DeleteIdempotencyBelow forgets the keys of stream's records with an
+	// EventTimestamp below event; it returns how many.
+	DeleteIdempotencyBelow(stream string, event int64) (int, error)
+	// QueuedSourceFloors returns, per source partition, the lowest offset a
+	// queued message refers to (retention keeps records from there on).
+	QueuedSourceFloors() (map[store.SourcePartition]uint64, error)
+
+	// Queue calls fn for every message committed to d's queue and not yet
+	// dequeued, each sender's in the order it was queued.
+	Queue(d store.Dest, fn func(from ordering.Sender, m *ordering.Message) error) error
+
+	// State returns a computation partition's committed state of key.
+	State(computation string, partition int, key string) (value []byte, ok bool, err error)
+	// Timers returns a computation partition's committed pending timers.
+	Timers(computation string, partition int) ([]ordering.Timer, error)
+	// Partition returns a computation partition's committed metadata; ok
+	// is false before its first epoch commits.
+	Partition(computation string, partition int) (m store.PartitionMeta, ok bool, err error)
+
+	// Sink returns a sink's committed position.
+	Sink(sink string) (p store.SinkPosition, ok bool, err error)
+	// SinkLog calls fn for an HTTP sink's logged lines from seq from on.
+	SinkLog(sink string, from uint64, fn func(seq uint64, line []byte) error) error
+	// SinkLogRange returns the first retained and one past the last
+	// sequence numbers of an HTTP sink's log.
+	SinkLogRange(sink string) (first, end uint64, err error)
+
+	// Reset empties what a replay with --reset-state reprocesses.
+	Reset(p store.ResetPlan) error
+	// DiskBytes is the space the storage takes on disk.
+	DiskBytes() uint64
+}
+
+// StorageBatch is a group of writes that commits atomically: after a
+// crash, either every write of a committed batch is there or none is. A
+// batch is used by one goroutine.
+type StorageBatch interface {
+	AppendSource(stream string, partition int, offset uint64, m *ordering.Message)
+	SetIngest(stream string, partition int, p store.IngestPosition)
+	SetIngestTime(stream string, partition int, first uint64, wall int64)
+	SetConnector(source string, token []byte)
+	SetIdempotency(stream, id string, offset uint64, event int64)
+	SetRead(stream string, partition int, p store.ReadPosition)
+	SetSourceWatermarks(stream string, w store.Watermarks)
+	DeleteSourceBefore(stream string, partition int, offset uint64)
+
+	// Enqueue puts m on d's queue as from's task; Dequeue takes it off.
+	Enqueue(d store.Dest, from ordering.Sender, task ordering.TaskID, m *ordering.Message)
+	Dequeue(d store.Dest, from ordering.Sender, task ordering.TaskID)
+
+	SetState(computation string, partition int, key string, value []byte)
+	DeleteState(computation string, partition int, key string)
+	SetTimer(computation string, partition int, t ordering.Timer)
+	DeleteTimer(computation string, partition int, key string, trigger int64)
+	SetPartition(computation string, partition int, m store.PartitionMeta)
+
+	SetSink(sink string, p store.SinkPosition)
+	AppendSinkLog(sink string, seq uint64, line []byte)
+	DeleteSinkLogBefore(sink string, seq uint64)
+
+	// Len is the number of writes in the batch.
+	Len() int
+	// Commit makes the writes visible and, on a durable storage, durable.
+	Commit() error
+	// Discard drops the batch without writing anything.
+	Discard()
+}
+
+// pebbleStorage is the embedded pebble store behind the boundary. A
+// computation partition is the only writer of its keys, so the storage
+// caches, per partition, the state it read or committed, up to
+// stateCacheBytes (then that partition's cache starts over): most batches
+// then read no state from pebble.
+type pebbleStorage struct {
+	*store.Store
+	caches sync.Map // memoryPartKey -> *stateCache
+}
+
+// stateCache is one partition's cache; only its goroutine uses it.
+type stateCache struct {
+	values map[string]cachedState
+	bytes  int
+}
+
+type cachedState struct {
+	value []byte
+	ok    bool
+}
+
+// stateCacheBytes bounds the state a partition caches.
+const stateCacheBytes = 32 << 20
+
+func newPebbleStorage(st *store.Store) *pebbleStorage { return &pebbleStorage{Store: st} }
+
+var _ Storage = (*pebbleStorage)(nil)
+
+func (*pebbleStorage) Durable() bool { return true }
+
+func (s *pebbleStorage) NewBatch() StorageBatch { return &pebbleBatch{Batch: s.Store.NewBatch(), s: s} }
+
+func (s *pebbleStorage) EnsureIngestTimes(b StorageBatch, stream string, partition int, wall int64) (bool, error) {
+	return s.Store.EnsureIngestTimes(b.(*pebbleBatch).Batch, stream, partition, wall)
+}
+
+func (s *pebbleStorage) cache(computation string, partition int) *stateCache {
+	k := memoryPartKey{computation, partition}
+	if c, ok := s.caches.Load(k); ok {
+		return c.(*stateCache)
+	}
+	c, _ := s.caches.LoadOrStore(k, &stateCache{values: map[string]cachedState{}})
+	return c.(*stateCache)
+}
+
+func (s *pebbleStorage) State(computation string, partition int, key string) ([]byte, bool, error) {
+	c := s.cache(computation, partition)
+	if v, hit := c.values[key]; hit {
+		return v.value, v.ok, nil
+	}
+	v, ok, err := s.Store.State(computation, partition, key)
+	if err == nil {
+		c.remember(key, v, ok)
+	}
+	return v, ok, err
+}
+
+func (c *stateCache) remember(key string, v []byte, ok bool) {
+	if c.bytes > stateCacheBytes {
+		clear(c.values)
+		c.bytes = 0
+	}
+	c.values[key] = cachedState{value: v, ok: ok}
+	c.bytes += len(key) + len(v) + 64
+}
+
+// pebbleBatch is a store batch behind the boundary; it remembers its state
+// changes for the caches, which learn them once the batch committed.
+type pebbleBatch struct {
+	*store.Batch
+	s       *pebbleStorage
+	changes []stateChange
+}
+
+type stateChange struct {
+	cache *stateCache
+	key   string
+	value []byte
+	ok    bool
+}
+
+func (b *pebbleBatch) SetState(computation string, partition int, key string, value []byte) {
+	b.Batch.SetState(computation, partition, key, value)
+	b.changes = append(b.changes, stateChange{b.s.cache(computation, partition), key, value, true})
+}
+
+func (b *pebbleBatch) DeleteState(computation string, partition int, key string) {
+	b.Batch.DeleteState(computation, partition, key)
+	b.changes = append(b.changes, stateChange{b.s.cache(computation, partition), key, nil, false})
+}
+
+func (b *pebbleBatch) Commit() error {
+	if err := b.Batch.Commit(); err != nil {
+		return err
+	}
+	for _, ch := range b.changes {
+		ch.cache.remember(ch.key, ch.value, ch.ok)
+	}
+	b.changes = nil
+	return nil
+}
+
+// NewMemoryStorage returns a storage that keeps keyed state and timers in
+// memory, for runtimes run on it one after another in one process (tests,
+// embedding), and forgets everything else (see [Storage.Durable]). It is
+// the storage of a run without [WithStore] or [WithStorage].
+func NewMemoryStorage() Storage {
+	return &memoryStorage{parts: map[memoryPartKey]*memoryPartition{}}
+}
+
+type memoryStorage struct {
+	mu    sync.Mutex
+	parts map[memoryPartKey]*memoryPartition
+}
+
+type memoryPartKey struct {
+	computation string
+	partition   int
+}
+
+// memoryPartition is one computation partition's state and timers; only
+// the partition's goroutine reads and writes it.
+type memoryPartition struct {
+	state  map[string][]byte
+	timers map[TimerRef]ordering.Timer
+}
+
+func (s *memoryStorage) partition(computation string, partition int) *memoryPartition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := memoryPartKey{computation, partition}
+	p, ok := s.parts[k]
+	if !ok {
+		p = &memoryPartition{state: map[string][]byte{}, timers: map[TimerRef]ordering.Timer{}}
+		s.parts[k] = p
+	}
+	return p
+}
+
+func (s *memoryStorage) Bind(string) error { return nil }
+func (s *memoryStorage) Durable() bool     { return false }
+func (s *memoryStorage) NewBatch() StorageBatch {
+	return &memoryBatch{s: s}
+}
+
+func (s *memoryStorage) Ingest(string, int) (store.IngestPosition, bool, error) {
+	return store.IngestPosition{}, false, nil
+}
+func (s *memoryStorage) Read(string, int) (store.ReadPosition, bool, error) {
+	return store.ReadPosition{}, false, nil
+}
+func (s *memoryStorage) SourceRecords(string, int, uint64, func(uint64, *ordering.Message) error) error {
+	return nil
+}
+func (s *memoryStorage) SourceRange(string, int) (uint64, uint64, error)           { return 0, 0, nil }
+func (s *memoryStorage) SourceOffsetAt(string, int, int64) (uint64, error)         { return 0, nil }
+func (s *memoryStorage) SourceOffsetIngestedAt(string, int, int64) (uint64, error) { return 0, nil }
+func (s *memoryStorage) EnsureIngestTimes(StorageBatch, string, int, int64) (bool, error) {
+	return false, nil
+}
+func (s *memoryStorage) SourceWatermarks(string) (store.Watermarks, bool, error) {
+	return store.Watermarks{}, false, nil
+}
+func (s *memoryStorage) Connector(string) ([]byte, error) { return nil, nil }
+func (s *memoryStorage) Idempotent(string, string) (store.Idempotency, bool, error) {
+	return store.Idempotency{}, false, nil
+}
+func (s *memoryStorage) DeleteIdempotencyBelow(string, int64) (int, error) { return 0, nil }
+func (s *memoryStorage) QueuedSourceFloors() (map[store.SourcePartition]uint64, error) {
+	return nil, nil
+}
+func (s *memoryStorage) Queue(store.Dest, func(ordering.Sender, *ordering.Message) error) error {
+	return nil
+}
+
+func (s *memoryStorage) State(computation string, partition int, key string) ([]byte, bool, error) {
+	v, ok := s.partition(computation, partition).state[key]
+	return v, ok, nil
+}
+
+func (s *memoryStorage) Timers(computation string, partition int) ([]ordering.Timer, error) {
+	p := s.partition(computation, partition)
+	out := make([]ordering.Timer, 0, len(p.timers))
+	for _, t := range p.timers {
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (s *memoryStorage) Partition(string, int) (store.PartitionMeta, bool, error) {
+	return store.PartitionMeta{}, false, nil
+}
+func (s *memoryStorage) Sink(string) (store.SinkPosition, bool, error) {
+	return store.SinkPosition{}, false, nil
+}
+func (s *memoryStorage) SinkLog(string, uint64, func(uint64, []byte) error) error { return nil }
+func (s *memoryStorage) SinkLogRange(string) (uint64, uint64, error)              { return 0, 0, nil }
+func (s *memoryStorage) Reset(store.ResetPlan) error                              { return nil }
+func (s *memoryStorage) DiskBytes() uint64                                        { return 0 }
+
+// memoryBatch holds a batch's state and timer changes until Commit; its
+// other writes have nowhere to go.
+type memoryBatch struct {
+	s       *memoryStorage
+	ops     []memoryOp
+	n       int
+	lastKey memoryPartKey
+	last    *memoryPartition
+}
+
+// memoryOp is one state or timer change.
+type memoryOp struct {
+	part        *memoryPartition
+	key         string
+	value       []byte
+	deleteState bool
+	timer       *ordering.Timer // set; with deleteTimer, deleted
+	deleteTimer bool
+	trigger     int64
+}
+
+func (b *memoryBatch) AppendSource(string, int, uint64, *ordering.Message)                     { b.n++ }
+func (b *memoryBatch) SetIngest(string, int, store.IngestPosition)                             { b.n++ }
+func (b *memoryBatch) SetIngestTime(string, int, uint64, int64)                                { b.n++ }
+func (b *memoryBatch) SetConnector(string, []byte)                                             { b.n++ }
+func (b *memoryBatch) SetIdempotency(string, string, uint64, int64)                            { b.n++ }
+func (b *memoryBatch) SetRead(string, int, store.ReadPosition)                                 { b.n++ }
+func (b *memoryBatch) SetSourceWatermarks(string, store.Watermarks)                            { b.n++ }
+func (b *memoryBatch) DeleteSourceBefore(string, int, uint64)                                  { b.n++ }
+func (b *memoryBatch) Enqueue(store.Dest, ordering.Sender, ordering.TaskID, *ordering.Message) { b.n++ }
+func (b *memoryBatch) Dequeue(store.Dest, ordering.Sender, ordering.TaskID)                    { b.n++ }
+func (b *memoryBatch) SetPartition(string, int, store.PartitionMeta)                           { b.n++ }
+func (b *memoryBatch) SetSink(string, store.SinkPosition)                                      { b.n++ }
+func (b *memoryBatch) AppendSinkLog(string, uint64, []byte)                                    { b.n++ }
+func (b *memoryBatch) DeleteSinkLogBefore(string, uint64)                                      { b.n++ }
+
+func (b *memoryBatch) op(computation string, partition int, o memoryOp) {
+	// An epoch's changes are all of one partition: look it up once.
+	if b.last == nil || b.lastKey != (memoryPartKey{computation, partition}) {
+		b.lastKey, b.last = memoryPartKey{computation, partition}, b.s.partition(computation, partition)
+	}
+	o.part = b.last
+	b.ops = append(b.ops, o)
+	b.n++
+}
+
+func (b *memoryBatch) SetState(computation string, partition int, key string, value []byte) {
+	b.op(computation, partition, memoryOp{key: key, value: value})
+}
+
+func (b *memoryBatch) DeleteState(computation string, partition int, key string) {
+	b.op(computation, partition, memoryOp{key: key, deleteState: true})
+}
+
+func (b *memoryBatch) SetTimer(computation string, partition int, t ordering.Timer) {
+	b.op(computation, partition, memoryOp{timer: &t})
+}
+
+func (b *memoryBatch) DeleteTimer(computation string, partition int, key string, trigger int64) {
+	b.op(computation, partition, memoryOp{key: key, deleteTimer: true, trigger: trigger})
+}
+
+func (b *memoryBatch) Len() int { return b.n }
+
+func (b *memoryBatch) Commit() error {
+	for _, o := range b.ops {
+		switch {
+		case o.timer != nil:
+			o.part.timers[TimerRef{o.timer.Key, o.timer.Trigger}] = *o.timer
+		case o.deleteTimer:
+			delete(o.part.timers, TimerRef{o.key, o.trigger})
+		case o.deleteState:
+			delete(o.part.state, o.key)
+		default:
+			o.part.state[o.key] = o.value
+		}
+	}
+	b.ops = nil
+	return nil
+}
+
+func (b *memoryBatch) Discard() { b.ops = nil }
