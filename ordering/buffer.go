@@ -69,7 +69,7 @@ func (b *StreamBuffer) Stream() string { return b.stream }
 
 // Push queues m.
 func (b *StreamBuffer) Push(m *Message) {
-	b.bytes += m.Size()
+	b.bytes += m.Footprint()
 	a := m.Time.Alignment
 	if b.runLen > 0 {
 		last := &b.run[(b.first+b.runLen-1)&(len(b.run)-1)]
@@ -142,7 +142,7 @@ func (b *StreamBuffer) Pop() *Message {
 	default:
 		b.heap.pop()
 	}
-	b.bytes -= m.Size()
+	b.bytes -= m.Footprint()
 	b.findHead()
 	return m
 }

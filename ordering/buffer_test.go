@@ -132,7 +132,7 @@ func TestStreamBufferEmpty(t *testing.T) {
 
 	b.Push(&Message{Payload: []byte("abc")})
 	require.Equal(t, 1, b.Len())
-	require.EqualValues(t, 3+MessageOverhead, b.Bytes())
+	require.EqualValues(t, messageBytes+3+BufferedOverhead, b.Bytes(), "a buffer counts footprints")
 	require.NotNil(t, b.Pop())
 	require.Nil(t, b.Pop())
 	require.Zero(t, b.Bytes())
@@ -146,7 +146,7 @@ func TestStreamBufferMatchesSort(t *testing.T) {
 		var bytes int64
 		for _, m := range arrival {
 			b.Push(m)
-			bytes += m.Size()
+			bytes += m.Footprint()
 			require.Equal(t, bytes, b.Bytes())
 		}
 		require.Equal(t, len(msgs), b.Len())

@@ -206,7 +206,7 @@ func (mg *Merge) Push(stream int, m *Message) {
 		l.bias.Add(m.Time)
 	}
 	mg.len++
-	mg.bytes += m.Size()
+	mg.bytes += m.Footprint()
 	mg.heads.set(mg.key(stream, l), struct{}{})
 }
 
@@ -226,7 +226,7 @@ func (mg *Merge) Pop() (*Message, Priority) {
 		l.bias.Remove(m.Time)
 	}
 	mg.len--
-	mg.bytes -= m.Size()
+	mg.bytes -= m.Footprint()
 	if l.buf.Len() == 0 {
 		mg.heads.removeAt(0)
 	} else {

@@ -90,7 +90,7 @@ func (r *mrgReference) len() (n int, bytes int64) {
 	for _, q := range r.queued {
 		for _, m := range q {
 			n++
-			bytes += m.Size()
+			bytes += m.Footprint()
 		}
 	}
 	return n, bytes
@@ -487,7 +487,7 @@ func TestMergeLenAndBytes(t *testing.T) {
 	mg.Push(1, &Message{Payload: make([]byte, 5)})
 	mg.Push(1, &Message{ID: SourceID("b", 0, 1)})
 	require.Equal(t, 3, mg.Len())
-	require.EqualValues(t, 15+3*MessageOverhead, mg.Bytes())
+	require.EqualValues(t, 15+3*(messageBytes+BufferedOverhead), mg.Bytes())
 	require.Equal(t, 1, mg.StreamLen(0))
 	require.Equal(t, 2, mg.StreamLen(1))
 	for mg.Len() > 0 {

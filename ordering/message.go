@@ -1,5 +1,7 @@
 package ordering
 
+import "unsafe"
+
 // Timestamps are the times a message carries, int64 nanoseconds since the
 // Unix epoch.
 type Timestamps struct {
@@ -50,6 +52,35 @@ func (m *Message) Size() int64 { return int64(len(m.Payload)) + MessageOverhead 
 
 // MessageOverhead is the metadata cost counted per message by [Message.Size].
 const MessageOverhead = 64
+
+// Footprint is the memory a buffered message holds, which buffer bounds
+// (a partition's buffer_bytes, a source's queue) count, so that a bound in
+// bytes bounds memory: the Message itself, its payload, key, id segments
+// and parents, and [BufferedOverhead] for the entries that buffers and the
+// host keep per message. Payloads and keys shared between copies are
+// counted in each, so the figure errs high.
+func (m *Message) Footprint() int64 {
+	n := messageBytes + int64(len(m.Payload)) + int64(len(m.Key)) + int64(len(m.ID.more))*segmentBytes +
+		int64(cap(m.Parents))*idBytes + BufferedOverhead
+	for i := range m.Parents {
+		n += int64(len(m.Parents[i].more)) * segmentBytes
+	}
+	return n
+}
+
+// BufferedOverhead is what a buffered message costs besides its own
+// memory: its slots in the queues, lanes and heaps it passes through and
+// the host's per-message bookkeeping (its priority, the slab chunk it
+// shares with 63 others). BenchmarkBufferFootprint in host/runtime
+// measures the heap a full buffer really takes against what Footprint
+// counts.
+const BufferedOverhead = 160
+
+var (
+	messageBytes = int64(unsafe.Sizeof(Message{}))
+	segmentBytes = int64(unsafe.Sizeof(Segment{}))
+	idBytes      = int64(unsafe.Sizeof(MessageID{}))
+)
 
 // less reports whether a comes before b in one stream's order:
 // (AlignmentTimestamp, MessageID).

@@ -266,7 +266,7 @@ func (r *Router) send(from Sender, to string, m *Message, assign, force bool) er
 		return fmt.Errorf("%w %q (message %v from %v)", ErrUnknownDestination, to, m.ID, from)
 	}
 	p := &d.parts[PartitionOf(m.Key, len(d.parts))]
-	size := m.Size()
+	size := m.Footprint()
 	if !force && p.len > 0 && p.bytes+size > r.cap {
 		return ErrFull
 	}
@@ -379,7 +379,7 @@ func (r *Router) take(p *routerPart) *Message {
 	l.q[l.head] = nil
 	l.head++
 	p.len--
-	p.bytes -= m.Size()
+	p.bytes -= m.Footprint()
 	if l.head < len(l.q) {
 		// Keep the dead prefix from growing without bound in a lane that
 		// never empties.

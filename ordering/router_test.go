@@ -196,10 +196,13 @@ func TestRouterDrainRefusalKeepsMessage(t *testing.T) {
 }
 
 func TestRouterCap(t *testing.T) {
-	// Each message is 64 bytes of overhead plus its payload.
-	r := rtRouter(t, 1, 200)
+	// Each message counts its footprint: the Message, its key and payload,
+	// and BufferedOverhead.
+	one := (&Message{Key: "k"}).Footprint()
+	require.Equal(t, messageBytes+1+BufferedOverhead, one)
+	r := rtRouter(t, 1, 3*one+one/2)
 	from := Sender{"s", 0}
-	big := &Message{Key: "k", Payload: make([]byte, 1000)}
+	big := &Message{Key: "k", Payload: make([]byte, 10000)}
 	require.NoError(t, r.Send(from, "dst", big), "an empty partition takes a message larger than its cap")
 	small := &Message{Key: "k"}
 	require.ErrorIs(t, r.Send(from, "dst", small), ErrFull)
@@ -210,16 +213,39 @@ func TestRouterCap(t *testing.T) {
 	for range 3 {
 		require.NoError(t, r.Send(from, "dst", &Message{Key: "k"}))
 	}
-	require.Equal(t, int64(192), r.Bytes("dst", 0))
-	require.ErrorIs(t, r.Send(from, "dst", &Message{Key: "k"}), ErrFull, "256 bytes would exceed 200")
+	require.Equal(t, 3*one, r.Bytes("dst", 0))
+	require.ErrorIs(t, r.Send(from, "dst", &Message{Key: "k"}), ErrFull, "a fourth would exceed the cap")
 	// Another destination partition has its own bound.
-	r2 := rtRouter(t, 2, 100)
 	k0, k1 := rtKeyIn(0, 2), rtKeyIn(1, 2)
+	r2 := rtRouter(t, 2, (&Message{Key: k0}).Footprint()+50)
 	require.NoError(t, r2.Send(from, "dst", &Message{Key: k0, Payload: make([]byte, 50)}))
 	require.ErrorIs(t, r2.Send(from, "dst", &Message{Key: k0}), ErrFull)
 	require.NoError(t, r2.Send(from, "dst", &Message{Key: k1}))
 	r.Next("dst", 0)
 	require.NoError(t, r.Send(from, "dst", &Message{Key: "k"}), "draining makes room")
+}
+
+// TestFootprint: what a message holds, table-driven.
+func TestFootprint(t *testing.T) {
+	base := messageBytes + BufferedOverhead
+	derived := SourceID("in", 0, 1).Derive("out", 2)
+	require.NotEmpty(t, derived.more, "a derived id has segments of its own")
+	for _, tt := range []struct {
+		name string
+		m    Message
+		want int64
+	}{
+		{"empty", Message{}, base},
+		{"payload and key", Message{Key: "abc", Payload: make([]byte, 100, 4096)}, base + 103},
+		{"a derived id", Message{ID: derived}, base + int64(len(derived.more))*segmentBytes},
+		{"parents", Message{Parents: make([]MessageID, 2, 3)}, base + 3*idBytes},
+		{"a derived parent", Message{Parents: []MessageID{derived}}, base + idBytes + int64(len(derived.more))*segmentBytes},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, tt.m.Footprint())
+			require.GreaterOrEqual(t, tt.m.Footprint(), tt.m.Size()-MessageOverhead, "a footprint is never below the payload")
+		})
+	}
 }
 
 // rtKeyIn returns a key that PartitionOf puts in partition p of n.
@@ -284,7 +310,7 @@ func rtHeadLess(a, b *Message, from map[*Message]Sender) bool {
 func TestRouterMatchesModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		parts := rapid.IntRange(1, 4).Draw(t, "partitions")
-		capBytes := rapid.SampledFrom([]int64{0, 64 * 3, 64 * 8}).Draw(t, "cap")
+		capBytes := rapid.SampledFrom([]int64{0, 400 * 3, 400 * 8}).Draw(t, "cap")
 		r, err := NewRouter(RouterConfig{Partitions: map[string]int{"dst": parts}, Cap: capBytes})
 		if err != nil {
 			t.Fatal(err)
@@ -294,6 +320,7 @@ func TestRouterMatchesModel(t *testing.T) {
 		keys := []string{"x", "y", "z", ""}
 		tasks := map[Sender]TaskID{}
 		queued := make([]int, parts)
+		queuedBytes := make([]int64, parts)
 		seq := uint64(0)
 		t.Repeat(map[string]func(*rapid.T){
 			"send": func(t *rapid.T) {
@@ -303,7 +330,7 @@ func TestRouterMatchesModel(t *testing.T) {
 				p := PartitionOf(m.Key, parts)
 				err := r.Send(from, "dst", m)
 				limit := cmp.Or(capBytes, DefaultRouterCap)
-				if queued[p] > 0 && int64(queued[p]+1)*MessageOverhead > limit {
+				if queued[p] > 0 && queuedBytes[p]+m.Footprint() > limit {
 					if !errors.Is(err, ErrFull) {
 						t.Fatalf("send over the cap: %v", err)
 					}
@@ -317,6 +344,7 @@ func TestRouterMatchesModel(t *testing.T) {
 					t.Fatalf("TaskID %d, want %d", m.Task, tasks[from])
 				}
 				queued[p]++
+				queuedBytes[p] += m.Footprint()
 				lane := fmt.Sprintf("%d/%v/%s", p, from, m.Key)
 				md.lanes[lane] = append(md.lanes[lane], m)
 				md.from[m] = from
@@ -336,14 +364,15 @@ func TestRouterMatchesModel(t *testing.T) {
 					lane := fmt.Sprintf("%d/%v/%s", p, md.from[m], m.Key)
 					md.lanes[lane] = md.lanes[lane][1:]
 					queued[p]--
+					queuedBytes[p] -= m.Footprint()
 					return true
 				})
 				_ = taken
 				if got := r.Len("dst", p); got != queued[p] {
 					t.Fatalf("Len %d, want %d", got, queued[p])
 				}
-				if got := r.Bytes("dst", p); got != int64(queued[p])*MessageOverhead {
-					t.Fatalf("Bytes %d, want %d", got, int64(queued[p])*MessageOverhead)
+				if got := r.Bytes("dst", p); got != queuedBytes[p] {
+					t.Fatalf("Bytes %d, want %d", got, queuedBytes[p])
 				}
 				if want := md.next(p); r.Peek("dst", p) != want {
 					t.Fatalf("Peek disagrees with the model")

@@ -118,7 +118,7 @@ func (r *Runtime) deliver(ctx context.Context, from ordering.Sender, ds []delive
 			for k := i; k < j; k++ {
 				s := r.streams[ds[k].m.Stream]
 				s.mBuffered.Inc()
-				s.mBufferedBytes.Add(float64(ds[k].m.Size()))
+				s.mBufferedBytes.Add(float64(ds[k].m.Footprint()))
 			}
 			i = j - 1
 			continue

@@ -332,7 +332,7 @@ func (p *partition) restoreQueue() error {
 		p.systems.Add(m.Time.System)
 		p.held.Add(m.Time.Event)
 		s.mBuffered.Inc()
-		s.mBufferedBytes.Add(float64(m.Size()))
+		s.mBufferedBytes.Add(float64(m.Footprint()))
 		return nil
 	})
 }
@@ -544,7 +544,7 @@ func (p *partition) next(ctx context.Context) (*ordering.Batch, abi.Watermarks, 
 		// Move what the inbox holds into the merge, as far as the merge's
 		// share of the buffer allows.
 		p.inbox.Drain(p.comp.spec.Name, 0, func(m *ordering.Message) bool {
-			if p.merge.Len() > 0 && p.merge.Bytes()+m.Size() > p.mergeAt {
+			if p.merge.Len() > 0 && p.merge.Bytes()+m.Footprint() > p.mergeAt {
 				return false
 			}
 			idx, _ := p.merge.StreamIndex(m.Stream)

@@ -599,7 +599,7 @@ func (p *partition) release(b *ordering.Batch) {
 			pr := p.prio[msg]
 			r := &p.released[pr.Stream]
 			r.msgs++
-			r.bytes += msg.Size()
+			r.bytes += msg.Footprint()
 			r.lastBias = pr.Bias
 			delete(p.prio, msg)
 		}

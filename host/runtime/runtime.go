@@ -568,8 +568,9 @@ func WithProgress(fn func(source string, p connect.FileProgress)) Option {
 	return func(o *options) { o.progress = fn }
 }
 
-// WithSourceQueueBytes bounds the bytes a source may accept ahead of its
-// readers (default DefaultSourceQueueBytes); past it the connector blocks.
+// WithSourceQueueBytes bounds the memory a source may hold ahead of its
+// readers (default DefaultSourceQueueBytes), counting each record's
+// footprint (ordering.Message.Footprint); past it the connector blocks.
 func WithSourceQueueBytes(n int64) Option { return func(o *options) { o.sourceCap = max(1, n) } }
 
 // WithStore makes the run exactly-once on st: sources, queues between

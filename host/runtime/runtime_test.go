@@ -54,7 +54,7 @@ func (c *captureSink) Close() error {
 	return nil
 }
 
-func mustSpec(t *testing.T, yaml string) *spec.Pipeline {
+func mustSpec(t testing.TB, yaml string) *spec.Pipeline {
 	t.Helper()
 	// In a temporary directory, so that paths the spec leaves relative
 	// (the default dead-letter file) do not land in the source tree.

@@ -245,7 +245,7 @@ func (src *sourceStream) recover() ([]byte, error) {
 		}
 		unrouted := 0
 		err = st.SourceRecords(name, i, from, func(_ uint64, m *ordering.Message) error {
-			src.queued += m.Size()
+			src.queued += m.Footprint()
 			src.publish(i, m, now)
 			unrouted++
 			return nil
@@ -498,7 +498,7 @@ func (src *sourceStream) appendLocked(rec connect.Record, now int64) (due bool) 
 		Parents: rec.Parents,
 		Payload: rec.Payload,
 	}
-	src.queued += m.Size()
+	src.queued += m.Footprint()
 	if !st.Durable() {
 		p.offset++
 		src.publish(rec.Partition, m, now)
@@ -803,7 +803,7 @@ func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds [
 		src.systemWM.Read(g.part, g.m.Time.System)
 	}
 	for _, g := range group {
-		src.queued -= g.m.Size()
+		src.queued -= g.m.Footprint()
 	}
 	src.cond.Broadcast() // room in the source queue
 	w := src.watermarksLocked(now)
