@@ -1,0 +1,158 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flowhost/flowhost/host/cluster"
+	"github.com/flowhost/flowhost/host/devbroker"
+	"github.com/flowhost/flowhost/host/spec"
+)
+
+const twoStage = `name: %s
+sources:
+  - {name: in, type: generator, stream: orders, partitions: 2, generator: {count: 1}}
+computations:
+  - name: enrich
+    plugin: p
+    kind: map
+    partitions: 3
+    group_by: [user]
+    input_streams: [orders]
+    output_streams: [enriched]
+  - name: count
+    plugin: p
+    kind: transform
+    partitions: 4
+    group_by: [region]
+    input_streams: [orders, enriched]
+    output_streams: [counts]
+sinks:
+  - {name: out, type: stdout, streams: [counts]}
+`
+
+func pipeline(t *testing.T, name string) *spec.Pipeline {
+	t.Helper()
+	p, err := spec.Parse(filepath.Join(t.TempDir(), "pipeline.yaml"), fmt.Appendf(nil, twoStage, name))
+	require.NoError(t, err)
+	return p
+}
+
+// admin returns an admin client of the test cluster: FLOWHOST_KAFKA_BROKERS
+// when it is set, otherwise a development broker (kfake) on 127.0.0.1 that
+// the test starts and stops.
+func admin(t *testing.T) *kadm.Client {
+	t.Helper()
+	var brokers []string
+	if env := os.Getenv("FLOWHOST_KAFKA_BROKERS"); env != "" {
+		brokers = strings.Split(env, ",")
+	} else {
+		b, err := devbroker.Start(devbroker.Config{})
+		require.NoError(t, err)
+		t.Cleanup(b.Close)
+		brokers = b.Addrs()
+	}
+	// Metadata answers are cached for MetadataMinAge (5 s by default):
+	// short here, so that topics just created show at once.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(10*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// uniqueName keeps runs against a shared cluster apart.
+func uniqueName(t *testing.T) string {
+	return fmt.Sprintf("t%d", time.Now().UnixNano())
+}
+
+func TestTopicsOfAPipeline(t *testing.T) {
+	p := pipeline(t, "shop")
+	topics, err := cluster.Topics(p)
+	require.NoError(t, err)
+	var got []string
+	for _, tp := range topics {
+		got = append(got, fmt.Sprintf("%s %d compacted=%v", tp.Name, tp.Partitions, tp.Compacted))
+	}
+	require.Equal(t, []string{
+		"flowhost.shop.orders.enrich 3 compacted=false",
+		"flowhost.shop.enrich.changelog 3 compacted=true",
+		"flowhost.shop.orders.count 4 compacted=false",
+		"flowhost.shop.enriched.count 4 compacted=false",
+		"flowhost.shop.count.changelog 4 compacted=true",
+	}, got, "a stream read by two computations has a topic per reader, partitioned as the reader is")
+}
+
+func TestTopicNameTooLongIsRefusedAtTheSpec(t *testing.T) {
+	p := pipeline(t, strings.Repeat("p", 128))
+	long := strings.Repeat("s", 128)
+	p.Computations[0].InputStreams = []string{long}
+	_, err := cluster.Topics(p)
+	require.ErrorContains(t, err, "computations[0]")
+	require.ErrorContains(t, err, "Kafka allows 249")
+}
+
+// TestEnsureCreatesThenAcceptsItsOwnLayout: a first Ensure creates every
+// topic with its partitions and policy; a second (another host starting)
+// finds them and changes nothing.
+func TestEnsureCreatesThenAcceptsItsOwnLayout(t *testing.T) {
+	adm := admin(t)
+	ctx := context.Background()
+	p := pipeline(t, uniqueName(t))
+	topics, err := cluster.Topics(p)
+	require.NoError(t, err)
+	require.NoError(t, cluster.Ensure(ctx, adm, p, topics, 1))
+	details, err := adm.ListTopics(ctx)
+	require.NoError(t, err)
+	for _, tp := range topics {
+		require.Len(t, details[tp.Name].Partitions, int(tp.Partitions), tp.Name)
+	}
+	require.NoError(t, cluster.Ensure(ctx, adm, p, topics, 1), "a second host finds the layout it needs")
+	require.NoError(t, cluster.Check(ctx, adm, p, topics))
+}
+
+// TestEnsureRefusesAnotherLayout: topics that exist with other partition
+// counts or cleanup policies are refused, each by name, with what it has,
+// what the pipeline needs and where the spec says so; nothing is changed.
+func TestEnsureRefusesAnotherLayout(t *testing.T) {
+	adm := admin(t)
+	ctx := context.Background()
+	p := pipeline(t, uniqueName(t))
+	topics, err := cluster.Topics(p)
+	require.NoError(t, err)
+	compact := "compact"
+	del := "delete"
+	for _, tt := range []struct {
+		topic      string
+		partitions int32
+		policy     *string
+	}{
+		{topics[0].Name, 5, nil},      // a stream topic of 5 partitions, the reader has 3
+		{topics[1].Name, 3, &del},     // a changelog not compacted
+		{topics[2].Name, 4, &compact}, // a stream topic compacted
+	} {
+		resp, err := adm.CreateTopic(ctx, tt.partitions, 1, map[string]*string{"cleanup.policy": tt.policy}, tt.topic)
+		require.NoError(t, err)
+		require.NoError(t, resp.Err)
+	}
+	err = cluster.Ensure(ctx, adm, p, topics, 1)
+	require.ErrorIs(t, err, cluster.ErrLayout)
+	msg := err.Error()
+	require.Contains(t, msg, topics[0].Name+` (stream "orders" as computation "enrich" reads it) has 5 partitions, and the pipeline needs 3`)
+	require.Contains(t, msg, "computations[0].partitions")
+	require.Contains(t, msg, topics[1].Name+` (the changelog of computation "enrich") has cleanup.policy=delete`)
+	require.Contains(t, msg, topics[2].Name+` (stream "orders" as computation "count" reads it) has cleanup.policy=compact`)
+	details, err := adm.ListTopics(ctx, topics[0].Name)
+	require.NoError(t, err)
+	require.Len(t, details[topics[0].Name].Partitions, 5, "a refused topic is left as it was")
+	// The topics that did not exist were created all the same.
+	require.NoError(t, cluster.Check(ctx, adm, p, topics[3:]))
+}
