@@ -131,7 +131,7 @@ func (r *Runtime) deliver(ctx context.Context, from ordering.Sender, ds []delive
 }
 
 // writeCommit adds a batch's state and timer changes to a store batch.
-func writeCommit(b StorageBatch, comp string, part int, c *Commit) {
+func writeCommit(b StorageBatch, comp string, part int, c *stateCommit) {
 	for _, ch := range c.State {
 		if ch.Delete {
 			b.DeleteState(comp, part, ch.Key)

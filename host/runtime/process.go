@@ -90,10 +90,10 @@ func (p *partition) newEpoch(b *ordering.Batch) *epoch {
 	if p.comp.rt.trace != nil || p.comp.rt.opts.liveTrace > 0 {
 		p.traceBatch(b)
 	}
-	ep := &epoch{commit: Commit{Epoch: p.epoch}}
+	ep := &epoch{commit: stateCommit{Epoch: p.epoch}}
 	for i := range b.Keys {
 		for _, t := range b.Keys[i].Timers {
-			ep.commit.TimersDeleted = append(ep.commit.TimersDeleted, TimerRef{t.Key, t.Trigger})
+			ep.commit.TimersDeleted = append(ep.commit.TimersDeleted, timerRef{t.Key, t.Trigger})
 		}
 	}
 	clear(p.mapCounts)
@@ -240,7 +240,7 @@ func (p *partition) giveToken() {
 
 // epoch is what one batch changes, gathered before it commits.
 type epoch struct {
-	commit Commit
+	commit stateCommit
 	outs   []*ordering.Message // derived messages, before routing
 	ds     []delivery          // where they (and dead letters) go
 	// applied counts the responses applied: more than one when the batch
@@ -456,15 +456,15 @@ func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, res
 		}
 		switch rk.StateOp {
 		case abi.StateReplace:
-			commit.State = append(commit.State, StateChange{Key: rk.Key, Value: rk.State})
+			commit.State = append(commit.State, stateChange{Key: rk.Key, Value: rk.State})
 		case abi.StateDelete:
-			commit.State = append(commit.State, StateChange{Key: rk.Key, Delete: true})
+			commit.State = append(commit.State, stateChange{Key: rk.Key, Delete: true})
 		}
 		for _, trig := range rk.TimersCancel {
 			if old, ok := p.timers.Get(rk.Key, trig); ok {
 				p.timers.Cancel(rk.Key, trig)
 				p.timerEvts.Remove(old.Event)
-				commit.TimersDeleted = append(commit.TimersDeleted, TimerRef{rk.Key, trig})
+				commit.TimersDeleted = append(commit.TimersDeleted, timerRef{rk.Key, trig})
 				if earlier {
 					// A commit deletes timers before it sets them: a timer
 					// an earlier part set must leave TimersSet.

@@ -6,27 +6,27 @@ import (
 	"github.com/flowhost/flowhost/ordering"
 )
 
-// Commit is what one batch changed in a partition's state.
-type Commit struct {
+// stateCommit is what one batch changed in a partition's state.
+type stateCommit struct {
 	// Epoch is the batch's epoch.
 	Epoch uint64
 	// State holds the keys whose state was replaced or deleted.
-	State []StateChange
+	State []stateChange
 	// TimersSet are timers set (after deduplication).
 	TimersSet []ordering.Timer
 	// TimersDeleted are timers fired or cancelled, by key and trigger.
-	TimersDeleted []TimerRef
+	TimersDeleted []timerRef
 }
 
-// StateChange replaces (Delete false) or deletes a key's state.
-type StateChange struct {
+// stateChange replaces (Delete false) or deletes a key's state.
+type stateChange struct {
 	Key    string
 	Value  []byte
 	Delete bool
 }
 
-// TimerRef names a pending timer: timers are unique per key and trigger.
-type TimerRef struct {
+// timerRef names a pending timer: timers are unique per key and trigger.
+type timerRef struct {
 	Key     string
 	Trigger int64
 }

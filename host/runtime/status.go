@@ -105,7 +105,7 @@ type partitionView struct {
 // publishView records batch b's figures, which ended now after started,
 // and the state changes of its commit c (nil: none) for Status; only the
 // partition's worker calls it.
-func (p *partition) publishView(rows int, started time.Time, c *Commit) {
+func (p *partition) publishView(rows int, started time.Time, c *stateCommit) {
 	v := &p.view
 	if c != nil {
 		if v.sizes == nil {

@@ -220,10 +220,10 @@ func (c *stateCache) remember(key string, v []byte, ok bool) {
 type pebbleBatch struct {
 	*store.Batch
 	s       *pebbleStorage
-	changes []stateChange
+	changes []cacheChange
 }
 
-type stateChange struct {
+type cacheChange struct {
 	cache *stateCache
 	key   string
 	value []byte
@@ -232,12 +232,12 @@ type stateChange struct {
 
 func (b *pebbleBatch) SetState(computation string, partition int, key string, value []byte) {
 	b.Batch.SetState(computation, partition, key, value)
-	b.changes = append(b.changes, stateChange{b.s.cache(computation, partition), key, value, true})
+	b.changes = append(b.changes, cacheChange{b.s.cache(computation, partition), key, value, true})
 }
 
 func (b *pebbleBatch) DeleteState(computation string, partition int, key string) {
 	b.Batch.DeleteState(computation, partition, key)
-	b.changes = append(b.changes, stateChange{b.s.cache(computation, partition), key, nil, false})
+	b.changes = append(b.changes, cacheChange{b.s.cache(computation, partition), key, nil, false})
 }
 
 func (b *pebbleBatch) Commit() error {
@@ -273,7 +273,7 @@ type memoryPartKey struct {
 // the partition's goroutine reads and writes it.
 type memoryPartition struct {
 	state  map[string][]byte
-	timers map[TimerRef]ordering.Timer
+	timers map[timerRef]ordering.Timer
 }
 
 func (s *memoryStorage) partition(computation string, partition int) *memoryPartition {
@@ -282,7 +282,7 @@ func (s *memoryStorage) partition(computation string, partition int) *memoryPart
 	k := memoryPartKey{computation, partition}
 	p, ok := s.parts[k]
 	if !ok {
-		p = &memoryPartition{state: map[string][]byte{}, timers: map[TimerRef]ordering.Timer{}}
+		p = &memoryPartition{state: map[string][]byte{}, timers: map[timerRef]ordering.Timer{}}
 		s.parts[k] = p
 	}
 	return p
@@ -417,9 +417,9 @@ func (b *memoryBatch) Commit() error {
 	for _, o := range b.ops {
 		switch {
 		case o.timer != nil:
-			o.part.timers[TimerRef{o.timer.Key, o.timer.Trigger}] = *o.timer
+			o.part.timers[timerRef{o.timer.Key, o.timer.Trigger}] = *o.timer
 		case o.deleteTimer:
-			delete(o.part.timers, TimerRef{o.key, o.trigger})
+			delete(o.part.timers, timerRef{o.key, o.trigger})
 		case o.deleteState:
 			delete(o.part.state, o.key)
 		default:

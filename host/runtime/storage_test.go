@@ -52,7 +52,7 @@ func storagesUnderTest() []storageUnderTest {
 // stateModel is what a partition's committed state and timers must be.
 type stateModel struct {
 	state  map[string]string
-	timers map[TimerRef]ordering.Timer
+	timers map[timerRef]ordering.Timer
 }
 
 // TestStorageStateAndTimers runs random batches of state and timer writes
@@ -68,7 +68,7 @@ func TestStorageStateAndTimers(t *testing.T) {
 				s, reopen := impl.open(t)
 				models := [2]stateModel{}
 				for i := range models {
-					models[i] = stateModel{state: map[string]string{}, timers: map[TimerRef]ordering.Timer{}}
+					models[i] = stateModel{state: map[string]string{}, timers: map[timerRef]ordering.Timer{}}
 				}
 				keys := []string{"a", "b", `["k",1]`}
 				check := func(when string) {
@@ -105,10 +105,10 @@ func TestStorageStateAndTimers(t *testing.T) {
 							tm := ordering.Timer{Key: k, Trigger: trigger, Event: trigger - 1,
 								ID: ordering.TransformID("c.timers", int32(part), uint64(step)), Payload: []byte{byte(step)}}
 							b.SetTimer("c", part, tm)
-							next.timers[TimerRef{k, trigger}] = tm
+							next.timers[timerRef{k, trigger}] = tm
 						case 3:
 							b.DeleteTimer("c", part, k, trigger)
-							delete(next.timers, TimerRef{k, trigger})
+							delete(next.timers, timerRef{k, trigger})
 						}
 					}
 					check("before the batch commits")
@@ -130,17 +130,17 @@ func TestStorageStateAndTimers(t *testing.T) {
 	}
 }
 
-func timerMap(ts []ordering.Timer) map[TimerRef]ordering.Timer {
-	m := map[TimerRef]ordering.Timer{}
+func timerMap(ts []ordering.Timer) map[timerRef]ordering.Timer {
+	m := map[timerRef]ordering.Timer{}
 	for _, t := range ts {
-		m[TimerRef{t.Key, t.Trigger}] = t
+		m[timerRef{t.Key, t.Trigger}] = t
 	}
 	return m
 }
 
 // sortedTimers lists timers by (key, trigger), their ids as text (a
 // decoded id and the one written compare by value, not by layout).
-func sortedTimers(m map[TimerRef]ordering.Timer) []string {
+func sortedTimers(m map[timerRef]ordering.Timer) []string {
 	var out []string
 	for _, t := range m {
 		out = append(out, fmt.Sprintf("%s@%d ev=%d id=%s payload=%x", t.Key, t.Trigger, t.Event, t.ID, t.Payload))
