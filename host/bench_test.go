@@ -10,9 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -341,6 +343,32 @@ func peakRSS() int64 {
 	return ru.Maxrss << 10 // kilobytes on Linux
 }
 
+// sampleLiveHeap samples the live heap (as of each GC) every 50 ms until
+// the returned function is called, which returns the largest seen: what
+// the run really held, apart from the garbage the GC lets accumulate.
+func sampleLiveHeap() (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	done, finished := make(chan struct{}), make(chan struct{})
+	var peak atomic.Uint64
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); <-finished; return peak.Load() }
+}
+
 // BenchmarkNativeHostRSS runs the identity pipeline in memory over 1M and
 // then 10M records and reports the process's peak RSS after each: with
 // the default buffers (64 MiB source queue, 64 MiB computation buffer) it
@@ -353,11 +381,14 @@ func BenchmarkNativeHostRSS(b *testing.B) {
 	for _, n := range []int{1_000_000, 10_000_000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			start := time.Now()
+			stop := sampleLiveHeap()
 			for i := 0; i < b.N; i++ {
 				runChain(b, n, 1, 1)
 			}
+			live := stop()
 			b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "msgs/s")
 			b.ReportMetric(float64(peakRSS())/(1<<20), "peak-rss-MiB")
+			b.ReportMetric(float64(live)/(1<<20), "peak-live-heap-MiB")
 		})
 	}
 }

@@ -36,3 +36,35 @@ type derivedMessage struct {
 	m      ordering.Message
 	parent [1]ordering.MessageID
 }
+
+// fifo is a queue of pointers that drops its read prefix as it goes, so
+// that a queue its writer never lets empty (a connector ahead of the
+// reader) holds only what is in it, not every value it ever held.
+type fifo[T any] struct {
+	q    []*T
+	head int
+}
+
+func (f *fifo[T]) push(v *T) { f.q = append(f.q, v) }
+
+func (f *fifo[T]) len() int { return len(f.q) - f.head }
+
+// peek returns the first value; the queue must not be empty.
+func (f *fifo[T]) peek() *T { return f.q[f.head] }
+
+// pop removes and returns the first value; the queue must not be empty.
+func (f *fifo[T]) pop() *T {
+	v := f.q[f.head]
+	f.q[f.head] = nil
+	f.head++
+	switch {
+	case f.head == len(f.q):
+		f.q, f.head = f.q[:0], 0
+	case f.head >= 64 && f.head >= len(f.q)/2:
+		// Amortised O(1): the values moved are at most the ones popped.
+		k := copy(f.q, f.q[f.head:])
+		clear(f.q[k:])
+		f.q, f.head = f.q[:k], 0
+	}
+	return v
+}

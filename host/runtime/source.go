@@ -104,8 +104,7 @@ type sourceStream struct {
 }
 
 type sourcePartition struct {
-	queue  []*ordering.Message
-	head   int
+	queue  fifo[ordering.Message] // appended, visible, not yet read
 	clock  ordering.SourceClock
 	offset uint64  // the next offset to append
 	snd    *sender // the partition's reader, as the sender of its routes
@@ -312,11 +311,11 @@ func (src *sourceStream) wake() {
 // src.mu held.
 func (src *sourceStream) publish(part int, m *ordering.Message, now int64) {
 	p := &src.parts[part]
-	if p.head == len(p.queue) {
+	if p.queue.len() == 0 {
 		src.pm.Set(part, m.Time.Write)
 	}
 	src.activeLocked()
-	p.queue = append(p.queue, m)
+	p.queue.push(m)
 	src.bias.Add(m.Time)
 	src.eventWM.Appended(part, m.Time.Event, now)
 	src.systemWM.Appended(part, m.Time.System)
@@ -689,14 +688,11 @@ func (src *sourceStream) read(work context.Context) error {
 			return nil
 		}
 		p := &src.parts[part]
-		m := p.queue[p.head]
-		p.queue[p.head] = nil
-		p.head++
-		if p.head == len(p.queue) {
-			p.queue, p.head = p.queue[:0], 0
+		m := p.queue.pop()
+		if p.queue.len() == 0 {
 			src.pm.Clear(part)
 		} else {
-			src.pm.Set(part, p.queue[p.head].Time.Write)
+			src.pm.Set(part, p.queue.peek().Time.Write)
 		}
 		// The record still counts in the source queue until its group
 		// has been handed over (deliverGroup): a group held in hand
