@@ -4,11 +4,12 @@
 // This package holds the topic layout: which topics a pipeline needs, with
 // how many partitions and which cleanup policy, and [Ensure], which
 // creates the missing ones and refuses those that exist with another
-// layout. It is the first part of cluster mode; the runtime's Kafka
-// storage (an implementation of runtime.Storage whose batches commit as
-// Kafka transactions) and the group membership that splits partitions
-// between hosts are to build on it, and do not exist yet: flowhost runs a
-// pipeline on one host today.
+// layout, and [Balancer], the group balancer whose assignment keeps a
+// computation's inputs co-partitioned. They are the first parts of
+// cluster mode; the runtime's Kafka storage (an implementation of
+// runtime.Storage whose batches commit as Kafka transactions) and the
+// hosts' group membership are to build on them, and do not exist yet:
+// flowhost runs a pipeline on one host today.
 package cluster
 
 import (
@@ -21,6 +22,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flowhost/flowhost/host/spec"
 )
@@ -225,3 +227,12 @@ func cleanupPolicy(configs kadm.ResourceConfigs, topic string) (string, error) {
 	}
 	return "delete", nil
 }
+
+// Balancer is the group balancer that splits a pipeline's partitions
+// between hosts: Kafka's range assignor. Every host subscribes to every
+// topic of [Topics]; range assigns each topic's partitions in contiguous
+// ranges over the members sorted the same way, so partition i of topics
+// with the same partition count (all the inputs of one computation, and
+// its changelog) goes to the same host, which is what co-partitioning
+// needs. The sticky and cooperative balancers do not keep that property.
+func Balancer() kgo.GroupBalancer { return kgo.RangeBalancer() }

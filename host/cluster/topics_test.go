@@ -51,6 +51,12 @@ func pipeline(t *testing.T, name string) *spec.Pipeline {
 // when it is set, otherwise a development broker (kfake) on 127.0.0.1 that
 // the test starts and stops.
 func admin(t *testing.T) *kadm.Client {
+	adm, _ := testCluster(t)
+	return adm
+}
+
+// testCluster is admin with the cluster's seed brokers.
+func testCluster(t *testing.T) (*kadm.Client, []string) {
 	t.Helper()
 	var brokers []string
 	if env := os.Getenv("FLOWHOST_KAFKA_BROKERS"); env != "" {
@@ -66,7 +72,7 @@ func admin(t *testing.T) *kadm.Client {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(10*time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
+	return kadm.NewClient(cl), brokers
 }
 
 // uniqueName keeps runs against a shared cluster apart.
@@ -155,4 +161,104 @@ func TestEnsureRefusesAnotherLayout(t *testing.T) {
 	require.Len(t, details[topics[0].Name].Partitions, 5, "a refused topic is left as it was")
 	// The topics that did not exist were created all the same.
 	require.NoError(t, cluster.Check(ctx, adm, p, topics[3:]))
+}
+
+// TestBalancerCoPartitions starts three consumers of the pipeline's topics
+// in one group with the cluster's balancer (static membership ids, as
+// hosts have), then a fourth, and requires of each settled assignment
+// that every topic partition has exactly one owner and that partition i of
+// a computation's inputs and changelog has the same owner.
+func TestBalancerCoPartitions(t *testing.T) {
+	adm, addrs := testCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := pipeline(t, uniqueName(t))
+	topics, err := cluster.Topics(p)
+	require.NoError(t, err)
+	require.NoError(t, cluster.Ensure(ctx, adm, p, topics, 1))
+	var names []string
+	for _, tp := range topics {
+		names = append(names, tp.Name)
+	}
+	group := "flowhost." + p.Name
+	type event struct {
+		member   string
+		assigned map[string][]int32
+	}
+	events := make(chan event, 64)
+	start := func(member string) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(names...),
+			kgo.Balancers(cluster.Balancer()), kgo.InstanceID(member), kgo.MetadataMinAge(10*time.Millisecond),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
+				events <- event{member, a}
+			}))
+		require.NoError(t, err)
+		t.Cleanup(cl.Close)
+		go func() {
+			for ctx.Err() == nil && !cl.PollFetches(ctx).IsClientClosed() {
+			}
+		}()
+	}
+	owners := map[string]map[string][]int32{} // the latest assignment of each member
+	settled := func(members int) map[string]map[int32]string {
+		for {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("the group did not settle with %d members: %v", members, owners)
+			case e := <-events:
+				owners[e.member] = e.assigned
+			}
+			if len(owners) < members {
+				continue
+			}
+			owner := map[string]map[int32]string{} // topic -> partition -> member
+			complete := true
+			for m, a := range owners {
+				for tp, parts := range a {
+					if owner[tp] == nil {
+						owner[tp] = map[int32]string{}
+					}
+					for _, part := range parts {
+						if _, taken := owner[tp][part]; taken {
+							complete = false // a stale assignment of an earlier generation
+						}
+						owner[tp][part] = m
+					}
+				}
+			}
+			for _, tp := range topics {
+				complete = complete && len(owner[tp.Name]) == int(tp.Partitions)
+			}
+			if complete {
+				return owner
+			}
+		}
+	}
+	check := func(owner map[string]map[int32]string) {
+		for _, c := range p.Computations {
+			changelog := fmt.Sprintf("flowhost.%s.%s.changelog", p.Name, c.Name)
+			for part := range int32(c.Partitions) {
+				want := owner[changelog][part]
+				for _, s := range c.InputStreams {
+					in := fmt.Sprintf("flowhost.%s.%s.%s", p.Name, s, c.Name)
+					require.Equal(t, want, owner[in][part], "computation %s partition %d: %s and its changelog have different owners", c.Name, part, in)
+				}
+			}
+		}
+	}
+	for _, m := range []string{"host-0", "host-1", "host-2"} {
+		start(m)
+	}
+	three := settled(3)
+	check(three)
+	members := map[string]bool{}
+	for _, parts := range three {
+		for _, m := range parts {
+			members[m] = true
+		}
+	}
+	require.Len(t, members, 3, "every host has a share")
+	clear(owners)
+	start("host-3")
+	check(settled(4))
 }

@@ -38,10 +38,11 @@ func goEnrich(m flowhost.Message, v flowhost.JoinRecord) []byte {
 
 // joinCase is one drawn run: the guest's parameters and the input records.
 type joinCase struct {
-	params map[string]any
-	goComp flowhost.Computation
-	in     []joinInput
-	bound  int64 // how far out of order the watermark allows
+	params  map[string]any
+	goComp  flowhost.Computation
+	in      []joinInput
+	bound   int64    // how far out of order the watermark allows
+	outputs []string // the guest's output streams; nil: joinOutputs
 }
 
 type joinInput struct {
@@ -118,6 +119,13 @@ func drawEnrichCase(rt *rapid.T) joinCase {
 
 var joinOutputs = []string{"out", "expired", "unmatched"}
 
+func (c joinCase) outputsOrDefault() []string {
+	if c.outputs == nil {
+		return joinOutputs
+	}
+	return c.outputs
+}
+
 // runJoinCase feeds the case's input to the Rust guest (through the host's
 // engine) and to the Go helper (natively, flowhost.Run) in batches of
 // size, both fed the same requests, and requires the same response bytes
@@ -126,7 +134,8 @@ var joinOutputs = []string{"out", "expired", "unmatched"}
 // watermark has reached, and flushes every timer at the end.
 func runJoinCase(t *testing.T, rt *rapid.T, m engine.Module, c joinCase, size int, seen map[string]bool) {
 	ctx := context.Background()
-	init := &abi.Init{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform, Parameters: c.params, OutputStreams: joinOutputs}
+	outputs := c.outputsOrDefault()
+	init := &abi.Init{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform, Parameters: c.params, OutputStreams: outputs}
 	inst, err := m.Instantiate(ctx, engine.NewInstanceConfig())
 	require.NoError(t, err)
 	defer inst.Close(ctx)
@@ -196,7 +205,7 @@ func runJoinCase(t *testing.T, rt *rapid.T, m engine.Module, c joinCase, size in
 			require.NoError(t, err)
 			rt.Fatalf("batch size %d, batch at %d: the Rust and Go joins disagree\nrequest %+v\nrust %+v\ngo   %+v", size, start, req, rustResp, goResp)
 		}
-		require.NoError(t, abi.ValidateResponse(goResp, req, joinOutputs))
+		require.NoError(t, abi.ValidateResponse(goResp, req, outputs))
 		// Commit as the host does: fired timers go, then each key's
 		// cancels and sets (one timer per trigger, the smallest event_ts).
 		for _, rk := range req.Keys {
@@ -357,7 +366,8 @@ func TestJoinStatesMatchGo(t *testing.T) {
 // Go helper, and reports whether the response bytes are equal.
 func joinOnce(t testing.TB, m engine.Module, c joinCase, key abi.RequestKey) (rustResp, goResp *abi.Response, same bool) {
 	ctx := context.Background()
-	init := &abi.Init{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform, Parameters: c.params, OutputStreams: joinOutputs}
+	outputs := c.outputsOrDefault()
+	init := &abi.Init{ABI: abi.Version, Computation: "join", Kind: abi.KindTransform, Parameters: c.params, OutputStreams: outputs}
 	inst, err := m.Instantiate(ctx, engine.NewInstanceConfig())
 	require.NoError(t, err)
 	defer inst.Close(ctx)
