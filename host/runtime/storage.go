@@ -118,26 +118,45 @@ type Storage interface {
 // crash, either every write of a committed batch is there or none is. A
 // batch is used by one goroutine.
 type StorageBatch interface {
+	// AppendSource appends m at offset of a source partition's log.
 	AppendSource(stream string, partition int, offset uint64, m *ordering.Message)
+	// SetIngest records a source partition's append position.
 	SetIngest(stream string, partition int, p store.IngestPosition)
+	// SetIngestTime records that the ingest group starting at offset first
+	// was accepted at wall (retention counts from it).
 	SetIngestTime(stream string, partition int, first uint64, wall int64)
+	// SetConnector records a source connector's resume position.
 	SetConnector(source string, token []byte)
+	// SetIdempotency records that stream accepted the record with
+	// idempotency key id at offset.
 	SetIdempotency(stream, id string, offset uint64, event int64)
+	// SetRead records a source partition's routing position.
 	SetRead(stream string, partition int, p store.ReadPosition)
+	// SetSourceWatermarks records a source stream's watermarks.
 	SetSourceWatermarks(stream string, w store.Watermarks)
+	// DeleteSourceBefore drops a source partition's records below offset
+	// (retention).
 	DeleteSourceBefore(stream string, partition int, offset uint64)
 
 	// Enqueue puts m on d's queue as from's task; Dequeue takes it off.
 	Enqueue(d store.Dest, from ordering.Sender, task ordering.TaskID, m *ordering.Message)
 	Dequeue(d store.Dest, from ordering.Sender, task ordering.TaskID)
 
+	// SetState replaces a computation partition's state of key;
+	// DeleteState removes it.
 	SetState(computation string, partition int, key string, value []byte)
 	DeleteState(computation string, partition int, key string)
+	// SetTimer sets a pending timer (one per key and trigger); DeleteTimer
+	// removes the one of key and trigger.
 	SetTimer(computation string, partition int, t ordering.Timer)
 	DeleteTimer(computation string, partition int, key string, trigger int64)
+	// SetPartition records a computation partition's metadata.
 	SetPartition(computation string, partition int, m store.PartitionMeta)
 
+	// SetSink records a sink's position.
 	SetSink(sink string, p store.SinkPosition)
+	// AppendSinkLog appends an HTTP sink's line seq; DeleteSinkLogBefore
+	// drops the lines below seq (retention).
 	AppendSinkLog(sink string, seq uint64, line []byte)
 	DeleteSinkLogBefore(sink string, seq uint64)
 
