@@ -108,10 +108,7 @@ var ErrLayout = errors.New("cluster: a topic exists with another layout")
 // on several hosts at once: a topic another host created meanwhile is
 // checked like one that existed.
 func Ensure(ctx context.Context, adm *kadm.Client, p *spec.Pipeline, topics []Topic, replication int16) error {
-	names := make([]string, len(topics))
-	for i, t := range topics {
-		names[i] = t.Name
-	}
+	names := topicNames(topics)
 	existing, err := adm.ListTopics(ctx, names...)
 	if err != nil {
 		return fmt.Errorf("cluster: listing the pipeline's topics: %w", err)
@@ -139,10 +136,7 @@ func Ensure(ctx context.Context, adm *kadm.Client, p *spec.Pipeline, topics []To
 // Check verifies that every topic exists with the layout the pipeline
 // needs (see [Ensure]) and creates nothing.
 func Check(ctx context.Context, adm *kadm.Client, p *spec.Pipeline, topics []Topic) error {
-	names := make([]string, len(topics))
-	for i, t := range topics {
-		names[i] = t.Name
-	}
+	names := topicNames(topics)
 	details, err := listTopics(ctx, adm, names)
 	if err != nil {
 		return err
@@ -179,6 +173,14 @@ func Check(ctx context.Context, adm *kadm.Client, p *spec.Pipeline, topics []Top
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func topicNames(topics []Topic) []string {
+	names := make([]string, len(topics))
+	for i, t := range topics {
+		names[i] = t.Name
+	}
+	return names
 }
 
 // Propagation bounds how long [Check] waits for topics it does not see
