@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/connect"
@@ -76,8 +77,9 @@ func WithPlugins(dirs ...string) Option {
 // compiles them again.
 func WithCacheDir(dir string) Option { return func(o *driverOptions) { o.cacheDir = dir } }
 
-// WithDataDir keeps the driver's store in dir (which it does not remove)
-// instead of a temporary directory, to look at it with flowhost inspect.
+// WithDataDir keeps the driver's store in dir (which it does not remove),
+// to look at it with flowhost inspect; without it the store is in memory
+// and gone after [Driver.Close].
 func WithDataDir(dir string) Option { return func(o *driverOptions) { o.dir = dir } }
 
 // WithLogger receives the runtime's and guests' logs; by default they are
@@ -114,8 +116,6 @@ type Driver struct {
 	factories map[string]compute.Factory
 	closeFn   func()
 	st        *store.Store
-	dir       string
-	removeDir bool
 	opts      driverOptions
 	clock     atomic.Int64
 	capture   *capture
@@ -154,15 +154,14 @@ func New(ctx context.Context, pipe *spec.Pipeline, opts ...Option) (*Driver, err
 		return nil, err
 	}
 	d.factories, d.closeFn = f, closeFn
-	d.dir = o.dir
-	if d.dir == "" {
-		if d.dir, err = os.MkdirTemp("", "flowtest-"); err != nil {
-			closeFn()
-			return nil, err
-		}
-		d.removeDir = true
+	// Without a directory to keep, the store lives on an in-memory file
+	// system: the steps restart the runtime on it as on a disk, with
+	// nothing written to the disk and no syncs to wait for.
+	dir, storeOpts := o.dir, store.Options{}
+	if dir == "" {
+		dir, storeOpts.FS = "/flowtest", vfs.NewMem()
 	}
-	if d.st, err = store.Open(d.dir, store.Options{}); err != nil {
+	if d.st, err = store.Open(dir, storeOpts); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -179,17 +178,13 @@ func NewFromYAML(ctx context.Context, specYAML string, opts ...Option) (*Driver,
 	return New(ctx, p, opts...)
 }
 
-// Close releases the store (and removes it unless [WithDataDir] named it)
-// and the compiled plugins.
+// Close releases the store (an in-memory one is gone after it, one in
+// [WithDataDir] stays) and the compiled plugins.
 func (d *Driver) Close() error {
 	var err error
 	if d.st != nil {
 		err = d.st.Close()
 		d.st = nil
-	}
-	if d.removeDir {
-		err = errors.Join(err, os.RemoveAll(d.dir))
-		d.removeDir = false
 	}
 	if d.closeFn != nil {
 		d.closeFn()
