@@ -60,7 +60,7 @@
 // are printed as "dead letter: ..." lines ([Result.DeadLetters]).
 //
 // How does a Driver step end, without sleeping? Each step starts the
-// runtime on the driver's own store (pebble in a temporary directory),
+// runtime on the driver's own store (pebble on an in-memory file system),
 // hands it the pushed records, and stops it as soon as every source has
 // handed its records over. A stopped run delivers everything it accepted,
 // and everything derived from it, before it returns, and leaves the
