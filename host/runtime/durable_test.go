@@ -223,6 +223,8 @@ func TestDurableRunResumesExactlyOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, rt.Run(context.Background()))
 	require.Empty(t, again.kept)
+	require.True(t, rt.Status().Durable, "a run on a store is durable")
+	require.Equal(t, 1.0, counterValue(t, rt, "flowhost_storage_durable", nil))
 }
 
 const replayPipeline = `

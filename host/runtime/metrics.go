@@ -30,6 +30,7 @@ type metrics struct {
 	progress         progressGauges
 	sourceDuplicates *prometheus.CounterVec
 	storeBytes       prometheus.Gauge
+	storageDurable   prometheus.Gauge
 	batchRetries     *prometheus.CounterVec
 	commitSeconds    *prometheus.HistogramVec
 	quarantined      *prometheus.GaugeVec
@@ -128,6 +129,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "flowhost_store_bytes",
 			Help: "Size of the store's files on disk (updated by each retention pass).",
 		}),
+		storageDurable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "flowhost_storage_durable",
+			Help: "1 when the run commits to a durable storage (a data directory: exactly-once across restarts), 0 in memory.",
+		}),
 		commitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "flowhost_store_commit_seconds",
 			Help:    "Time to commit one transaction to the store (durable on return), by what committed: ingest, route, epoch, sink.",
@@ -192,7 +197,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}, []string{"computation", "stream"})
 	reg.MustRegister(m.sourceIdlePartitions, m.streamIdle, m.lateMessages)
 	m.progress = newProgressGauges(reg)
-	reg.MustRegister(m.sourceThrottled, m.tenantSlotSeconds, m.tenantWaitSeconds, m.tenantRunning, m.quotaExceeded, m.reloads, m.commitSeconds, m.retained, m.storeBytes, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
+	reg.MustRegister(m.sourceThrottled, m.tenantSlotSeconds, m.tenantWaitSeconds, m.tenantRunning, m.quotaExceeded, m.reloads, m.commitSeconds, m.retained, m.storeBytes, m.storageDurable, m.sourceDuplicates, m.messagesIn, m.messagesOut, m.batchRows, m.batchSeconds, m.guestErrors,
 		m.deadLetters, m.sourceRecords, m.bias, m.eventWM, m.systemWM, m.bufferedMsgs,
 		m.bufferedBytes, m.sinkRecords, m.backpressureNs, m.batchRetries, m.quarantined)
 	m.timerCuts = prometheus.NewCounterVec(prometheus.CounterOpts{

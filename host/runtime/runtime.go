@@ -209,6 +209,9 @@ func New(p *spec.Pipeline, factories map[string]compute.Factory, opts ...Option)
 	if err := r.storage.Bind(Fingerprint(p)); err != nil {
 		return nil, err
 	}
+	if r.storage.Durable() {
+		r.metrics.storageDurable.Set(1)
+	}
 	if len(o.replay) > 0 && !r.storage.Durable() {
 		return nil, errors.New("replaying a source needs a store: its records are kept there")
 	}

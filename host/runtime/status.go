@@ -22,6 +22,10 @@ import (
 type Status struct {
 	// Pipeline is the pipeline's name.
 	Pipeline string `json:"pipeline"`
+	// Durable is true when the run commits to a durable storage (a data
+	// directory): it is exactly-once across restarts. False: in memory,
+	// everything but what was written out is lost when the process ends.
+	Durable bool `json:"durable"`
 	// Computations are in the spec's order.
 	Computations []ComputationStatus `json:"computations"`
 	// Streams are the pipeline's streams, by name, with the watermarks
@@ -211,7 +215,7 @@ func (p *partition) setQuarantine(reason error) {
 // Status returns a snapshot of the run; it is safe to call at any time
 // from any goroutine.
 func (r *Runtime) Status() Status {
-	st := Status{Pipeline: r.pipe.Name}
+	st := Status{Pipeline: r.pipe.Name, Durable: r.storage.Durable()}
 	for _, c := range r.comps {
 		v := c.version.Load()
 		cs := ComputationStatus{Name: c.spec.Name, Tenant: c.spec.Tenant, Version: v.label, Generation: v.number, Partitions: len(c.parts)}
@@ -255,6 +259,10 @@ func (r *Runtime) Status() Status {
 type Summary struct {
 	// Pipeline is the pipeline's name.
 	Pipeline string `json:"pipeline"`
+	// Durable is true when the run commits to a durable storage (a data
+	// directory): it is exactly-once across restarts. False: in memory,
+	// everything but what was written out is lost when the process ends.
+	Durable bool `json:"durable"`
 	// Sources, Computations and Sinks are in the spec's order.
 	Sources      []SourceSummary      `json:"sources"`
 	Computations []ComputationSummary `json:"computations"`

@@ -48,6 +48,8 @@ func TestStatusDetailsPartitionsStreamsAndDeadLetters(t *testing.T) {
 		runtime.WithSource("in", recs), runtime.WithSink("sink", &captureSink{}), runtime.WithDeadLetter(&bytes.Buffer{}))
 	require.NoError(t, err)
 	require.NoError(t, rt.Run(context.Background()))
+	require.False(t, rt.Status().Durable, "a run without a store is in memory")
+	require.Equal(t, 0.0, counterValue(t, rt, "flowhost_storage_durable", nil))
 
 	st := rt.Status()
 	require.Len(t, st.Computations, 1)
