@@ -175,7 +175,7 @@ type StorageBatch interface {
 // then read no state from pebble.
 type pebbleStorage struct {
 	*store.Store
-	caches sync.Map // memoryPartKey -> *stateCache
+	caches perPartition[stateCache]
 }
 
 // stateCache is one partition's cache; only its goroutine uses it.
@@ -192,7 +192,11 @@ type cachedState struct {
 // stateCacheBytes bounds the state a partition caches.
 const stateCacheBytes = 32 << 20
 
-func newPebbleStorage(st *store.Store) *pebbleStorage { return &pebbleStorage{Store: st} }
+func newPebbleStorage(st *store.Store) *pebbleStorage {
+	return &pebbleStorage{Store: st, caches: perPartition[stateCache]{create: func() *stateCache {
+		return &stateCache{values: map[string]cachedState{}}
+	}}}
+}
 
 var _ Storage = (*pebbleStorage)(nil)
 
@@ -205,12 +209,7 @@ func (s *pebbleStorage) EnsureIngestTimes(b StorageBatch, stream string, partiti
 }
 
 func (s *pebbleStorage) cache(computation string, partition int) *stateCache {
-	k := memoryPartKey{computation, partition}
-	if c, ok := s.caches.Load(k); ok {
-		return c.(*stateCache)
-	}
-	c, _ := s.caches.LoadOrStore(k, &stateCache{values: map[string]cachedState{}})
-	return c.(*stateCache)
+	return s.caches.get(computation, partition)
 }
 
 func (s *pebbleStorage) State(computation string, partition int, key string) ([]byte, bool, error) {
@@ -275,17 +274,35 @@ func (b *pebbleBatch) Commit() error {
 // embedding), and forgets everything else (see [Storage.Durable]). It is
 // the storage of a run without [WithStore] or [WithStorage].
 func NewMemoryStorage() Storage {
-	return &memoryStorage{parts: map[memoryPartKey]*memoryPartition{}}
+	return &memoryStorage{parts: perPartition[memoryPartition]{create: func() *memoryPartition {
+		return &memoryPartition{state: map[string][]byte{}, timers: map[timerRef]ordering.Timer{}}
+	}}}
 }
 
 type memoryStorage struct {
-	mu    sync.Mutex
-	parts map[memoryPartKey]*memoryPartition
+	parts perPartition[memoryPartition]
+}
+
+// perPartition holds one value per computation partition, made by create
+// on first use. Partitions look theirs up on every batch, concurrently, so
+// a lookup of one that exists takes no lock.
+type perPartition[T any] struct {
+	m      sync.Map // memoryPartKey -> *T
+	create func() *T
 }
 
 type memoryPartKey struct {
 	computation string
 	partition   int
+}
+
+func (pp *perPartition[T]) get(computation string, partition int) *T {
+	k := memoryPartKey{computation, partition}
+	if v, ok := pp.m.Load(k); ok {
+		return v.(*T)
+	}
+	v, _ := pp.m.LoadOrStore(k, pp.create())
+	return v.(*T)
 }
 
 // memoryPartition is one computation partition's state and timers; only
@@ -296,15 +313,7 @@ type memoryPartition struct {
 }
 
 func (s *memoryStorage) partition(computation string, partition int) *memoryPartition {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := memoryPartKey{computation, partition}
-	p, ok := s.parts[k]
-	if !ok {
-		p = &memoryPartition{state: map[string][]byte{}, timers: map[timerRef]ordering.Timer{}}
-		s.parts[k] = p
-	}
-	return p
+	return s.parts.get(computation, partition)
 }
 
 func (s *memoryStorage) Bind(string) error { return nil }
