@@ -171,6 +171,7 @@ type partition struct {
 	snd       *sender
 	derived   slab[derivedMessage] // its outputs with one parent
 	released  []inputRelease       // per input stream, for release
+	metaBias  map[string]int64     // commitEpoch's, reused: SetPartition encodes it at once
 	proc      compute.Computation
 	version   *version // the one proc is an instance of
 	clock     *ordering.SystemClock

@@ -274,11 +274,14 @@ func (p *partition) commitEpoch(ep *epoch, b *ordering.Batch) error {
 		Clock:  p.clock.Last(),
 		Out:    store.Watermarks{Event: p.outWM.Load(), System: p.outSysWM.Load()},
 		Tasks:  p.snd.tasks,
-		Bias:   make(map[string]int64, len(c.spec.InputStreams)),
+	}
+	if p.metaBias == nil {
+		p.metaBias = make(map[string]int64, len(c.spec.InputStreams))
 	}
 	for i, name := range c.spec.InputStreams {
-		meta.Bias[name] = p.merge.Bias(i)
+		p.metaBias[name] = p.merge.Bias(i)
 	}
+	meta.Bias = p.metaBias
 	sb.SetPartition(c.spec.Name, p.index, meta)
 	return c.rt.metrics.commit("epoch", sb)
 }

@@ -150,7 +150,8 @@ type StorageBatch interface {
 	// removes the one of key and trigger.
 	SetTimer(computation string, partition int, t ordering.Timer)
 	DeleteTimer(computation string, partition int, key string, trigger int64)
-	// SetPartition records a computation partition's metadata.
+	// SetPartition records a computation partition's metadata; it keeps
+	// nothing of m after it returns (the caller reuses m's maps).
 	SetPartition(computation string, partition int, m store.PartitionMeta)
 
 	// SetSink records a sink's position.
