@@ -582,7 +582,13 @@ func WithSourceQueueBytes(n int64) Option { return func(o *options) { o.sourceCa
 // package store and the package documentation). Without it, or
 // [WithStorage], the run is on a [NewMemoryStorage] of its own: everything
 // is lost when the process ends.
-func WithStore(st *store.Store) Option { return func(o *options) { o.storage = newPebbleStorage(st) } }
+func WithStore(st *store.Store) Option { return WithStorage(NewPebbleStorage(st)) }
+
+// NewPebbleStorage returns st behind the [Storage] boundary: the durable
+// storage of [WithStore], for a caller that reads or writes it between
+// runs as well (host/flowtest's Driver). Every write to st must go through
+// it while it is in use: it caches the keyed state its batches commit.
+func NewPebbleStorage(st *store.Store) Storage { return newPebbleStorage(st) }
 
 // WithStorage runs the pipeline on s (see [Storage]): for example a
 // [NewMemoryStorage] shared by runtimes run one after another, which then

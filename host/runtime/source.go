@@ -329,6 +329,9 @@ func (src *sourceStream) ingest(ctx, work context.Context) error {
 	if ferr := src.flushIngest(); ferr != nil && err == nil {
 		err = ferr
 	}
+	if perr := src.commitIngestPositions(); perr != nil && err == nil {
+		err = perr
+	}
 	src.mu.Lock()
 	src.ingestEnd = true
 	src.endOfData = err == nil
@@ -339,6 +342,28 @@ func (src *sourceStream) ingest(ctx, work context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("source %q: %w", src.spec.Name, err)
+	}
+	return nil
+}
+
+// commitIngestPositions leaves each partition's append position to the
+// next run on a storage that is not durable, which commits no ingest group
+// (a durable one committed them with each group): the next run then goes
+// on with the offsets, and so the message ids, after this one's.
+func (src *sourceStream) commitIngestPositions() error {
+	st := src.rt.storage
+	if st.Durable() {
+		return nil
+	}
+	b := st.NewBatch()
+	src.mu.Lock()
+	for i := range src.parts {
+		p := &src.parts[i]
+		b.SetIngest(src.stream.name, i, store.IngestPosition{Next: p.offset, Clock: p.clock.Last()})
+	}
+	src.mu.Unlock()
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("source %q: committing its append positions: %w", src.spec.Name, err)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/flowhost/flowhost/host/store"
@@ -44,10 +46,14 @@ type Storage interface {
 	Bind(fingerprint string) error
 	// Durable reports whether what a committed batch wrote outlives the
 	// process, so that a run started on the storage resumes from it.
-	// When false the storage keeps keyed state and timers (for runtimes
-	// restarted on it in one process) and forgets the rest: source
-	// records, queues, positions and watermarks live only in the
-	// runtime's buffers, which are then their only copy.
+	// When false the storage keeps, for runtimes run on it one after
+	// another in one process, what a run that drained its inputs leaves
+	// for the next: keyed state, timers, the source partitions' ingest
+	// and routing positions, the source watermarks and the computation
+	// partitions' metadata. It forgets what carries records (source
+	// records, queues, sink logs, idempotency keys) and the connector and
+	// sink positions: those live only in the runtime's buffers, which are
+	// then their only copy.
 	Durable() bool
 	// NewBatch starts a batch of writes. Nothing it holds is visible to
 	// any read before its Commit returns nil.
@@ -270,18 +276,30 @@ func (b *pebbleBatch) Commit() error {
 	return nil
 }
 
-// NewMemoryStorage returns a storage that keeps keyed state and timers in
-// memory, for runtimes run on it one after another in one process (tests,
-// embedding), and forgets everything else (see [Storage.Durable]). It is
-// the storage of a run without [WithStore] or [WithStorage].
+// NewMemoryStorage returns a storage that keeps in memory what a run that
+// drained its inputs leaves for the next one (see [Storage.Durable]), for
+// runtimes run on it one after another in one process: tests, embedding,
+// and host/flowtest's Driver, whose steps are such runs. A run on it goes
+// on where the last stopped: its message ids, TaskIds, watermarks, keyed
+// state and timers continue, so a record behind a watermark the last run
+// reached is late. It is the storage of a run without [WithStore] or
+// [WithStorage].
 func NewMemoryStorage() Storage {
-	return &memoryStorage{parts: perPartition[memoryPartition]{create: func() *memoryPartition {
-		return &memoryPartition{state: map[string][]byte{}, timers: map[timerRef]ordering.Timer{}}
-	}}}
+	return &memoryStorage{
+		parts: perPartition[memoryPartition]{create: func() *memoryPartition {
+			return &memoryPartition{state: map[string][]byte{}, timers: map[timerRef]ordering.Timer{}}
+		}},
+		sources: perPartition[memorySourcePartition]{create: func() *memorySourcePartition { return &memorySourcePartition{} }},
+		wms:     map[string]store.Watermarks{},
+	}
 }
 
 type memoryStorage struct {
-	parts perPartition[memoryPartition]
+	parts   perPartition[memoryPartition]
+	sources perPartition[memorySourcePartition] // by stream and partition
+	mu      sync.Mutex
+	shape   string                      // the fingerprint of the last Bind
+	wms     map[string]store.Watermarks // by stream; under mu
 }
 
 // perPartition holds one value per computation partition, made by create
@@ -306,28 +324,65 @@ func (pp *perPartition[T]) get(computation string, partition int) *T {
 	return v.(*T)
 }
 
-// memoryPartition is one computation partition's state and timers; only
-// the partition's goroutine reads and writes it.
+// memoryPartition is one computation partition's state, timers and
+// metadata; only the partition's goroutine reads and writes it.
 type memoryPartition struct {
-	state  map[string][]byte
-	timers map[timerRef]ordering.Timer
+	state   map[string][]byte
+	timers  map[timerRef]ordering.Timer
+	meta    store.PartitionMeta
+	resumed bool // meta was committed
+}
+
+// memorySourcePartition is a source partition's positions. The ingest and
+// the routing goroutines write them; mu keeps a read at start and the
+// writes of a run still stopping apart.
+type memorySourcePartition struct {
+	mu               sync.Mutex
+	ingest           store.IngestPosition
+	read             store.ReadPosition
+	ingested, routed bool
 }
 
 func (s *memoryStorage) partition(computation string, partition int) *memoryPartition {
 	return s.parts.get(computation, partition)
 }
 
-func (s *memoryStorage) Bind(string) error { return nil }
-func (s *memoryStorage) Durable() bool     { return false }
+// Bind forgets the positions, watermarks and partition metadata when the
+// pipeline's shape changed: they count partitions and streams of the old
+// one. Keyed state and timers stay, by computation and partition.
+func (s *memoryStorage) Bind(fingerprint string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shape != fingerprint {
+		s.shape, s.wms = fingerprint, map[string]store.Watermarks{}
+		s.sources.m.Clear()
+		s.parts.m.Range(func(_, v any) bool {
+			p := v.(*memoryPartition)
+			p.meta, p.resumed = store.PartitionMeta{}, false
+			return true
+		})
+	}
+	return nil
+}
+
+func (s *memoryStorage) Durable() bool { return false }
 func (s *memoryStorage) NewBatch() StorageBatch {
 	return &memoryBatch{s: s}
 }
 
-func (s *memoryStorage) Ingest(string, int) (store.IngestPosition, bool, error) {
-	return store.IngestPosition{}, false, nil
+func (s *memoryStorage) Ingest(stream string, partition int) (store.IngestPosition, bool, error) {
+	p := s.sources.get(stream, partition)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ingest, p.ingested, nil
 }
-func (s *memoryStorage) Read(string, int) (store.ReadPosition, bool, error) {
-	return store.ReadPosition{}, false, nil
+func (s *memoryStorage) Read(stream string, partition int) (store.ReadPosition, bool, error) {
+	p := s.sources.get(stream, partition)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rp := p.read
+	rp.Tasks = maps.Clone(rp.Tasks)
+	return rp, p.routed, nil
 }
 func (s *memoryStorage) SourceRecords(string, int, uint64, func(uint64, *ordering.Message) error) error {
 	return nil
@@ -338,8 +393,12 @@ func (s *memoryStorage) SourceOffsetIngestedAt(string, int, int64) (uint64, erro
 func (s *memoryStorage) EnsureIngestTimes(StorageBatch, string, int, int64) (bool, error) {
 	return false, nil
 }
-func (s *memoryStorage) SourceWatermarks(string) (store.Watermarks, bool, error) {
-	return store.Watermarks{}, false, nil
+func (s *memoryStorage) SourceWatermarks(stream string) (store.Watermarks, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.wms[stream]
+	w.Partitions = slices.Clone(w.Partitions)
+	return w, ok, nil
 }
 func (s *memoryStorage) Connector(string) ([]byte, error) { return nil, nil }
 func (s *memoryStorage) Idempotent(string, string) (store.Idempotency, bool, error) {
@@ -367,8 +426,9 @@ func (s *memoryStorage) Timers(computation string, partition int) ([]ordering.Ti
 	return out, nil
 }
 
-func (s *memoryStorage) Partition(string, int) (store.PartitionMeta, bool, error) {
-	return store.PartitionMeta{}, false, nil
+func (s *memoryStorage) Partition(computation string, partition int) (store.PartitionMeta, bool, error) {
+	p := s.partition(computation, partition)
+	return clonePartitionMeta(p.meta), p.resumed, nil
 }
 func (s *memoryStorage) Sink(string) (store.SinkPosition, bool, error) {
 	return store.SinkPosition{}, false, nil
@@ -378,17 +438,26 @@ func (s *memoryStorage) SinkLogRange(string) (uint64, uint64, error)            
 func (s *memoryStorage) Reset(store.ResetPlan) error                              { return nil }
 func (s *memoryStorage) DiskBytes() uint64                                        { return 0 }
 
-// memoryBatch holds a batch's state and timer changes until Commit; its
-// other writes have nowhere to go.
+// clonePartitionMeta copies m's maps and slices, which the storage and
+// its callers each reuse.
+func clonePartitionMeta(m store.PartitionMeta) store.PartitionMeta {
+	m.Bias, m.Tasks = maps.Clone(m.Bias), maps.Clone(m.Tasks)
+	m.Out.Partitions, m.Inputs.Partitions = slices.Clone(m.Out.Partitions), slices.Clone(m.Inputs.Partitions)
+	return m
+}
+
+// memoryBatch holds a batch's changes to what the storage keeps until
+// Commit; its other writes have nowhere to go.
 type memoryBatch struct {
 	s       *memoryStorage
 	ops     []memoryOp
 	n       int
 	lastKey memoryPartKey
 	last    *memoryPartition
+	wms     map[string]store.Watermarks
 }
 
-// memoryOp is one state or timer change.
+// memoryOp is one change to a computation or source partition.
 type memoryOp struct {
 	part        *memoryPartition
 	key         string
@@ -397,22 +466,43 @@ type memoryOp struct {
 	timer       *ordering.Timer // set; with deleteTimer, deleted
 	deleteTimer bool
 	trigger     int64
+	meta        *store.PartitionMeta
+	source      *memorySourcePartition
+	ingest      *store.IngestPosition
+	read        *store.ReadPosition
 }
 
-func (b *memoryBatch) AppendSource(string, int, uint64, *ordering.Message)                     { b.n++ }
-func (b *memoryBatch) SetIngest(string, int, store.IngestPosition)                             { b.n++ }
-func (b *memoryBatch) SetIngestTime(string, int, uint64, int64)                                { b.n++ }
-func (b *memoryBatch) SetConnector(string, []byte)                                             { b.n++ }
-func (b *memoryBatch) SetIdempotency(string, string, uint64, int64)                            { b.n++ }
-func (b *memoryBatch) SetRead(string, int, store.ReadPosition)                                 { b.n++ }
-func (b *memoryBatch) SetSourceWatermarks(string, store.Watermarks)                            { b.n++ }
+func (b *memoryBatch) AppendSource(string, int, uint64, *ordering.Message) { b.n++ }
+func (b *memoryBatch) SetIngest(stream string, partition int, p store.IngestPosition) {
+	b.ops = append(b.ops, memoryOp{source: b.s.sources.get(stream, partition), ingest: &p})
+	b.n++
+}
+func (b *memoryBatch) SetIngestTime(string, int, uint64, int64)     { b.n++ }
+func (b *memoryBatch) SetConnector(string, []byte)                  { b.n++ }
+func (b *memoryBatch) SetIdempotency(string, string, uint64, int64) { b.n++ }
+func (b *memoryBatch) SetRead(stream string, partition int, p store.ReadPosition) {
+	p.Tasks = maps.Clone(p.Tasks)
+	b.ops = append(b.ops, memoryOp{source: b.s.sources.get(stream, partition), read: &p})
+	b.n++
+}
+func (b *memoryBatch) SetSourceWatermarks(stream string, w store.Watermarks) {
+	if b.wms == nil {
+		b.wms = map[string]store.Watermarks{}
+	}
+	w.Partitions = slices.Clone(w.Partitions)
+	b.wms[stream] = w
+	b.n++
+}
 func (b *memoryBatch) DeleteSourceBefore(string, int, uint64)                                  { b.n++ }
 func (b *memoryBatch) Enqueue(store.Dest, ordering.Sender, ordering.TaskID, *ordering.Message) { b.n++ }
 func (b *memoryBatch) Dequeue(store.Dest, ordering.Sender, ordering.TaskID)                    { b.n++ }
-func (b *memoryBatch) SetPartition(string, int, store.PartitionMeta)                           { b.n++ }
-func (b *memoryBatch) SetSink(string, store.SinkPosition)                                      { b.n++ }
-func (b *memoryBatch) AppendSinkLog(string, uint64, []byte)                                    { b.n++ }
-func (b *memoryBatch) DeleteSinkLogBefore(string, uint64)                                      { b.n++ }
+func (b *memoryBatch) SetPartition(computation string, partition int, m store.PartitionMeta) {
+	m = clonePartitionMeta(m)
+	b.op(computation, partition, memoryOp{meta: &m})
+}
+func (b *memoryBatch) SetSink(string, store.SinkPosition)   { b.n++ }
+func (b *memoryBatch) AppendSinkLog(string, uint64, []byte) { b.n++ }
+func (b *memoryBatch) DeleteSinkLogBefore(string, uint64)   { b.n++ }
 
 func (b *memoryBatch) op(computation string, partition int, o memoryOp) {
 	// An epoch's changes are all of one partition: look it up once.
@@ -445,6 +535,16 @@ func (b *memoryBatch) Len() int { return b.n }
 func (b *memoryBatch) Commit() error {
 	for _, o := range b.ops {
 		switch {
+		case o.source != nil:
+			o.source.mu.Lock()
+			if o.ingest != nil {
+				o.source.ingest, o.source.ingested = *o.ingest, true
+			} else {
+				o.source.read, o.source.routed = *o.read, true
+			}
+			o.source.mu.Unlock()
+		case o.meta != nil:
+			o.part.meta, o.part.resumed = *o.meta, true
 		case o.timer != nil:
 			o.part.timers[timerRef{o.timer.Key, o.timer.Trigger}] = *o.timer
 		case o.deleteTimer:
@@ -455,8 +555,13 @@ func (b *memoryBatch) Commit() error {
 			o.part.state[o.key] = o.value
 		}
 	}
-	b.ops = nil
+	if len(b.wms) > 0 {
+		b.s.mu.Lock()
+		maps.Copy(b.s.wms, b.wms)
+		b.s.mu.Unlock()
+	}
+	b.ops, b.wms = nil, nil
 	return nil
 }
 
-func (b *memoryBatch) Discard() { b.ops = nil }
+func (b *memoryBatch) Discard() { b.ops, b.wms = nil, nil }

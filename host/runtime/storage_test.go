@@ -151,8 +151,10 @@ func sortedTimers(m map[timerRef]ordering.Timer) []string {
 
 // TestStorageKeepsWhatItPromises commits one batch with every kind of
 // write, restarts, and requires a durable storage to give each back and
-// the memory storage to give back its state and timers only, with none of
-// the rest (its [Storage.Durable] contract).
+// the memory storage to give back what a drained run leaves for the next
+// (state, timers, positions, watermarks, partition metadata) with none of
+// what carries records (its [Storage.Durable] contract). A batch that is
+// discarded changes nothing on either.
 func TestStorageKeepsWhatItPromises(t *testing.T) {
 	for _, impl := range storagesUnderTest() {
 		t.Run(impl.name, func(t *testing.T) {
@@ -197,6 +199,20 @@ func TestStorageKeepsWhatItPromises(t *testing.T) {
 			b.Dequeue(d, from[0], 1)
 			require.NoError(t, b.Commit())
 
+			// A caller reuses the maps it handed over; a discarded batch
+			// changes nothing.
+			sentBias, sentTasks := meta.Bias, meta.Tasks
+			meta = store.PartitionMeta{Epoch: 4, OutSeq: 10, Clock: 77, Out: store.Watermarks{Event: 5, System: 6},
+				Bias: map[string]int64{"enriched": -3}, Tasks: map[string]uint64{"sink:out": 5}}
+			sentBias["enriched"], sentTasks["sink:out"] = 99, 99
+			b = s.NewBatch()
+			b.SetIngest("orders", 1, store.IngestPosition{Next: 50})
+			b.SetRead("orders", 1, store.ReadPosition{Next: 50})
+			b.SetSourceWatermarks("orders", store.Watermarks{Event: 500})
+			b.SetPartition("count", 1, store.PartitionMeta{Epoch: 50})
+			b.SetState("count", 1, "k", []byte("discarded"))
+			b.Discard()
+
 			s = reopen()
 			require.NoError(t, s.Bind("shape 1"))
 			require.Equal(t, durable, s.Durable())
@@ -209,6 +225,22 @@ func TestStorageKeepsWhatItPromises(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, timers, 1, "timers are kept by every storage")
 
+			// Every storage keeps what a run that drained its inputs
+			// leaves for the next.
+			ip, _, err := s.Ingest("orders", 1)
+			require.NoError(t, err)
+			require.Equal(t, store.IngestPosition{Next: 8, Clock: 100}, ip, "ingest position")
+			rp, _, err := s.Read("orders", 1)
+			require.NoError(t, err)
+			require.Equal(t, store.ReadPosition{Next: 8, Tasks: map[string]uint64{"count/p1": 1}}, rp, "read position")
+			gotWM, _, err := s.SourceWatermarks("orders")
+			require.NoError(t, err)
+			require.Equal(t, wm, gotWM, "source watermarks")
+			gotMeta, resumed, err := s.Partition("count", 1)
+			require.NoError(t, err)
+			require.True(t, resumed, "partition resumed")
+			require.Equal(t, meta, gotMeta, "partition metadata")
+
 			// The rest is kept only by a durable storage.
 			keep := func(what string, got, want, none any) {
 				t.Helper()
@@ -218,15 +250,6 @@ func TestStorageKeepsWhatItPromises(t *testing.T) {
 					require.Equal(t, none, got, what)
 				}
 			}
-			ip, _, err := s.Ingest("orders", 1)
-			require.NoError(t, err)
-			keep("ingest position", ip, store.IngestPosition{Next: 8, Clock: 100}, store.IngestPosition{})
-			rp, _, err := s.Read("orders", 1)
-			require.NoError(t, err)
-			keep("read position", rp, store.ReadPosition{Next: 8, Tasks: map[string]uint64{"count/p1": 1}}, store.ReadPosition{})
-			gotWM, _, err := s.SourceWatermarks("orders")
-			require.NoError(t, err)
-			keep("source watermarks", gotWM, wm, store.Watermarks{})
 			tok, err := s.Connector("orders-in")
 			require.NoError(t, err)
 			keep("connector position", string(tok), "offset=42", "")
@@ -258,10 +281,6 @@ func TestStorageKeepsWhatItPromises(t *testing.T) {
 			} else {
 				require.Empty(t, floors)
 			}
-			gotMeta, resumed, err := s.Partition("count", 1)
-			require.NoError(t, err)
-			keep("partition resumed", resumed, true, false)
-			keep("partition metadata", gotMeta, meta, store.PartitionMeta{})
 			sp, _, err := s.Sink("out")
 			require.NoError(t, err)
 			keep("sink position", sp, store.SinkPosition{Bytes: 123, Records: 2}, store.SinkPosition{})
@@ -276,7 +295,24 @@ func TestStorageKeepsWhatItPromises(t *testing.T) {
 			if durable {
 				require.True(t, errors.Is(err, store.ErrPipelineMismatch), "a durable storage refuses a pipeline of another shape: %v", err)
 			} else {
-				require.NoError(t, err, "a memory storage keeps nothing that depends on the shape")
+				// A memory storage forgets what counts the old shape's
+				// partitions and streams, and keeps the keyed state.
+				require.NoError(t, err)
+				_, ok, err := s.Ingest("orders", 1)
+				require.NoError(t, err)
+				require.False(t, ok, "ingest position after a new shape")
+				_, ok, err = s.Read("orders", 1)
+				require.NoError(t, err)
+				require.False(t, ok, "read position after a new shape")
+				_, ok, err = s.SourceWatermarks("orders")
+				require.NoError(t, err)
+				require.False(t, ok, "watermarks after a new shape")
+				_, ok, err = s.Partition("count", 1)
+				require.NoError(t, err)
+				require.False(t, ok, "partition metadata after a new shape")
+				_, ok, err = s.State("count", 1, "k")
+				require.NoError(t, err)
+				require.True(t, ok, "state after a new shape")
 			}
 		})
 	}
