@@ -60,14 +60,22 @@
 // are printed as "dead letter: ..." lines ([Result.DeadLetters]).
 //
 // How does a Driver step end, without sleeping? Each step starts the
-// runtime on the driver's own store (pebble on an in-memory file system),
-// hands it the pushed records, and stops it as soon as every source has
-// handed its records over. A stopped run delivers everything it accepted,
-// and everything derived from it, before it returns, and leaves the
-// watermarks where the records put them and the timers beyond them
-// pending, as `flowhost run` does on SIGINT; the next step resumes from
-// the store like a restart. So every read between steps sees committed
-// results, and the same pushes give the same results on every run.
+// runtime on the driver's own storage, hands it the pushed records, and
+// stops it as soon as every source has handed its records over. A stopped
+// run delivers everything it accepted, and everything derived from it,
+// before it returns, and leaves the watermarks where the records put them
+// and the timers beyond them pending, as `flowhost run` does on SIGINT;
+// the next step resumes from the storage like a restart. So every read
+// between steps sees committed results, and the same pushes give the
+// same results on every run.
+//
+// In memory or on a store? By default a Driver runs in memory, as
+// `flowhost run` does without a data directory (runtime.NewMemoryStorage:
+// a drained step leaves its state, timers, positions, watermarks and
+// partition metadata to the next, so message ids and watermarks go on
+// across steps). [WithDataDir] runs it on a pebble store in a directory,
+// the durable path of `flowhost run --data-dir`, which `flowhost inspect`
+// can then open. A computation should give the same results on both.
 //
 // Where is the watermark? A source's event watermark is, as in any run,
 // the newest event time of each partition less the source's
@@ -83,8 +91,8 @@
 // event time, so that tests do not depend on the wall clock; the clock
 // ([WithClock], [Driver.AdvanceClock]) stamps what the host stamps itself.
 //
-// What does it cost? A step is one start and stop of the runtime on a
-// local store: milliseconds with native computations. WebAssembly
+// What does it cost? A step is one start and stop of the runtime:
+// milliseconds with native computations. WebAssembly
 // plugins are compiled once per Driver ([WithCacheDir] keeps them across
 // drivers and runs).
 //

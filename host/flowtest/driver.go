@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/keys"
@@ -77,9 +75,12 @@ func WithPlugins(dirs ...string) Option {
 // compiles them again.
 func WithCacheDir(dir string) Option { return func(o *driverOptions) { o.cacheDir = dir } }
 
-// WithDataDir keeps the driver's store in dir (which it does not remove),
-// to look at it with flowhost inspect; without it the store is in memory
-// and gone after [Driver.Close].
+// WithDataDir runs the driver on a pebble store in dir (which it does not
+// remove), as flowhost run --data-dir does: the durable, exactly-once
+// path, whose store flowhost inspect can then show. Without it the driver
+// runs in memory, as flowhost run does without a data directory, on one
+// runtime.NewMemoryStorage that every step resumes from and that is gone
+// after [Driver.Close].
 func WithDataDir(dir string) Option { return func(o *driverOptions) { o.dir = dir } }
 
 // WithLogger receives the runtime's and guests' logs; by default they are
@@ -102,11 +103,12 @@ func WithRuntimeOptions(opts ...runtime.Option) Option {
 var ErrFinished = errors.New("flowtest: the driver's inputs have finished")
 
 // Driver runs a pipeline's computations on records a test pushes, with the
-// real runtime (package host/runtime) on a store of its own, step by step.
+// real runtime (package host/runtime) on a storage of its own (in memory,
+// or a pebble store with [WithDataDir]), step by step.
 // Each step ([Driver.Settle], [Driver.AdvanceWatermark], [Driver.Finish])
 // runs the runtime on what was pushed since the last step until all of
 // it, and everything derived from it, has been delivered, then stops the
-// run; the next step resumes from the store as a restarted flowhost run
+// run; the next step resumes from the storage as a restarted flowhost run
 // does. Between steps nothing runs, so what a test reads (outputs, state,
 // pending timers) is the committed result of the steps so far.
 //
@@ -115,7 +117,8 @@ type Driver struct {
 	pipe      *spec.Pipeline
 	factories map[string]compute.Factory
 	closeFn   func()
-	st        *store.Store
+	storage   runtime.Storage
+	st        *store.Store // the pebble store under storage, with WithDataDir
 	opts      driverOptions
 	clock     atomic.Int64
 	capture   *capture
@@ -154,17 +157,15 @@ func New(ctx context.Context, pipe *spec.Pipeline, opts ...Option) (*Driver, err
 		return nil, err
 	}
 	d.factories, d.closeFn = f, closeFn
-	// Without a directory to keep, the store lives on an in-memory file
-	// system: the steps restart the runtime on it as on a disk, with
-	// nothing written to the disk and no syncs to wait for.
-	dir, storeOpts := o.dir, store.Options{}
-	if dir == "" {
-		dir, storeOpts.FS = "/flowtest", vfs.NewMem()
+	if o.dir == "" {
+		d.storage = runtime.NewMemoryStorage()
+		return d, nil
 	}
-	if d.st, err = store.Open(dir, storeOpts); err != nil {
+	if d.st, err = store.Open(o.dir, store.Options{}); err != nil {
 		d.Close()
 		return nil, err
 	}
+	d.storage = runtime.NewPebbleStorage(d.st)
 	return d, nil
 }
 
@@ -178,14 +179,15 @@ func NewFromYAML(ctx context.Context, specYAML string, opts ...Option) (*Driver,
 	return New(ctx, p, opts...)
 }
 
-// Close releases the store (an in-memory one is gone after it, one in
-// [WithDataDir] stays) and the compiled plugins.
+// Close releases the storage (an in-memory one is gone after it, a store
+// in [WithDataDir] stays) and the compiled plugins.
 func (d *Driver) Close() error {
 	var err error
 	if d.st != nil {
 		err = d.st.Close()
 		d.st = nil
 	}
+	d.storage = nil
 	if d.closeFn != nil {
 		d.closeFn()
 		d.closeFn = nil
@@ -241,7 +243,7 @@ func (d *Driver) AdvanceWatermark(ctx context.Context, source string, event int6
 	if s == nil {
 		return fmt.Errorf("no source %q in pipeline %q", source, d.pipe.Name)
 	}
-	w, ok, err := d.st.SourceWatermarks(s.Stream)
+	w, ok, err := d.storage.SourceWatermarks(s.Stream)
 	if err != nil {
 		return err
 	}
@@ -252,7 +254,7 @@ func (d *Driver) AdvanceWatermark(ctx context.Context, source string, event int6
 		// Only the event watermark: the system watermark stays the
 		// records' and the clock's.
 		w.Event = event
-		b := d.st.NewBatch()
+		b := d.storage.NewBatch()
 		b.SetSourceWatermarks(s.Stream, w)
 		if err := b.Commit(); err != nil {
 			return err
@@ -304,7 +306,7 @@ func (d *Driver) step(ctx context.Context, end bool) error {
 		opts = append(opts, runtime.WithSink(sk.Name, captureSink{d.capture}))
 	}
 	var dead bytes.Buffer
-	opts = append(opts, runtime.WithStore(d.st), runtime.WithLogger(d.opts.log), runtime.WithDeadLetter(&dead),
+	opts = append(opts, runtime.WithStorage(d.storage), runtime.WithLogger(d.opts.log), runtime.WithDeadLetter(&dead),
 		runtime.WithClock(d.clock.Load), runtime.WithStopGrace(-1))
 	opts = append(opts, d.opts.runtime...)
 	rt, err := runtime.New(d.pipe, d.factories, opts...)
@@ -397,7 +399,7 @@ func (d *Driver) State(computation, key string) ([]byte, bool, error) {
 	if c == nil {
 		return nil, false, fmt.Errorf("no computation %q in pipeline %q", computation, d.pipe.Name)
 	}
-	return d.st.State(computation, ordering.PartitionOf(key, max(1, c.Partitions)), key)
+	return d.storage.State(computation, ordering.PartitionOf(key, max(1, c.Partitions)), key)
 }
 
 // Timers returns the pending timers of computation, over its partitions,
@@ -409,7 +411,7 @@ func (d *Driver) Timers(computation string) ([]Timer, error) {
 	}
 	var all []Timer
 	for p := range max(1, c.Partitions) {
-		ts, err := d.st.Timers(computation, p)
+		ts, err := d.storage.Timers(computation, p)
 		if err != nil {
 			return nil, err
 		}

@@ -88,3 +88,47 @@ func TestRunRefusesASourceThatDoesNotEnd(t *testing.T) {
 	_, err = flowtest.Run(context.Background(), flowtest.Config{Pipeline: p, Inputs: map[string]string{"clicks": "x.jsonl", "other": "y"}})
 	require.EqualError(t, err, `--input other: no source of pipeline "chain" has that name or stream; its sources are in (stream clicks)`)
 }
+
+// TestDriverStepsGoOn runs the same steps in memory and on a store: a
+// record behind the watermark an earlier step reached, and the timers a
+// raised watermark makes due, come out the same, and the message ids go
+// on across steps instead of starting again.
+func TestDriverStepsGoOn(t *testing.T) {
+	for _, where := range []string{"memory", "store"} {
+		t.Run(where, func(t *testing.T) {
+			ctx := context.Background()
+			opts := []flowtest.Option{flowtest.WithComputation("per-user", compute.Native(minuteCount))}
+			if where == "store" {
+				opts = append(opts, flowtest.WithDataDir(t.TempDir()))
+			}
+			d, err := flowtest.NewFromYAML(ctx, pipeline, opts...)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, d.Close()) }()
+
+			require.NoError(t, d.Push("clicks-in", flowtest.Record{Event: at(0), Payload: []byte(`{"user":"ann"}`)},
+				flowtest.Record{Event: at(1), Payload: []byte(`{"user":"bob"}`)}))
+			require.NoError(t, d.Settle(ctx))
+			require.Empty(t, d.Outputs("counts"), "the watermark is at 10:00:01")
+
+			// The raised watermark is kept for the next step, whose
+			// settling fires the windows it passed.
+			require.NoError(t, d.AdvanceWatermark(ctx, "clicks-in", at(60)))
+			require.ElementsMatch(t, []string{`{"window_end":"10:01:00","count":1}`, `{"window_end":"10:01:00","count":1}`}, d.Payloads("counts"))
+
+			// A record behind that watermark: its window's timer is due
+			// at once.
+			require.NoError(t, d.Push("clicks-in", flowtest.Record{Event: at(2), Payload: []byte(`{"user":"ann"}`)}))
+			require.NoError(t, d.Settle(ctx))
+			counts := d.Outputs("counts")
+			require.Len(t, counts, 3)
+			require.Equal(t, `{"window_end":"10:01:00","count":1}`, string(counts[2].Payload))
+			require.Equal(t, at(60), counts[2].EventTS)
+
+			ids := map[string]bool{}
+			for _, r := range counts {
+				require.False(t, ids[r.MessageID], "message id %s given twice", r.MessageID)
+				ids[r.MessageID] = true
+			}
+		})
+	}
+}

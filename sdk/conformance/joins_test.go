@@ -258,7 +258,7 @@ sinks:
 // from the sources' start (host/runtime/gate.go): on a starved CPU, a
 // source that takes longer than that to read its first record lets the
 // other pass alone, and its records can overtake the other's first. The
-// store runs avoid it by their steps (joinOnStore); the in-memory runs,
+// stepped runs avoid it by their steps (joinInSteps); the single runs,
 // one start each, are kept clear of it by not starving the CPU themselves.
 var joinSlots = make(chan struct{}, goruntime.GOMAXPROCS(0))
 
@@ -270,8 +270,9 @@ var joinCacheDir = filepath.Join(os.TempDir(), "flowhost-conformance-joins-cache
 // runtime (host/runtime via host/flowtest, the wazero engine, two sources
 // merged by AlignmentTimestamp, keys, sinks) for the interval join
 // (bounds -3 s, +5 s) and the enrichment join, batch.max_rows 1, 7 and
-// 1000, a linger of 1 ns and 50 ms, in memory (flowtest.Run) and on a
-// pebble store (flowtest.Driver in t.TempDir()), and compares each key's
+// 1000, a linger of 1 ns and 50 ms, three ways (one flowtest.Run in
+// memory, "run"; a flowtest.Driver in steps in memory, "memory", and on a
+// pebble store in t.TempDir(), "store"), and compares each key's
 // outputs, per stream, in order and exactly, with intervalModel and
 // enrichModel; every record of the interval join must have matched or
 // expired once, every event been enriched or unmatched once.
@@ -283,16 +284,16 @@ func TestJoinsThroughHost(t *testing.T) {
 			for ki, k := range []joinKind{intervalJoin, enrichJoin} {
 				for _, rows := range []int{1, 7, 1000} {
 					for _, linger := range []time.Duration{time.Nanosecond, 50 * time.Millisecond} {
-						for _, where := range []string{"memory", "store"} {
+						for _, where := range []string{"run", "memory", "store"} {
 							t.Run(fmt.Sprintf("%s/rows=%d/linger=%s/%s", k.name, rows, linger, where), func(t *testing.T) {
 								t.Parallel()
 								joinSlots <- struct{}{}
 								defer func() { <-joinSlots }()
 								seed := uint64(200 + ki)
-								if where == "memory" {
+								if where == "run" {
 									joinInMemory(t, dir, k, joinInput(k, seed, 240, false, false), rows, linger)
 								} else {
-									joinOnStore(t, dir, k, joinInput(k, seed, 240, true, true), rows, linger)
+									joinInSteps(t, dir, k, joinInput(k, seed, 240, true, true), rows, linger, where == "store")
 								}
 							})
 						}
@@ -351,25 +352,24 @@ func joinInMemory(t *testing.T, plugin string, k joinKind, in []joinRecord, rows
 	checkJoin(t, k, in, [][]joinRecord{in}, true, outputsByKey(t, res.Outputs, k.outputs[:], &trace, joinKeyNames(t, in)))
 }
 
-// joinOnStore pushes in through a flowtest.Driver on a pebble store in
-// steps, each settled before the next; Finish then ends the inputs. A new
+// joinInSteps pushes in through a flowtest.Driver, in memory or on a
+// pebble store (onStore), in steps, each settled before the next; Finish then ends the inputs. A new
 // step begins at every record behind its source's watermark (as in the
 // window test) and wherever the stream changes, so that a step feeds one
 // source only: at a step's start the runtime's source gate may let the
 // first source to offer pass alone (joinSlots says why), and a step of
 // one stream leaves it nothing to reorder. The two streams still meet in
 // the join's merge and its input watermark (the smaller of the two
-// sources', which each step resumes from the store). The enrichment join
+// sources', which each step resumes from the storage). The enrichment join
 // is keyed by the records' own keys (no group_by), so that its
 // tombstones, empty payloads, reach their key; the interval join by
 // group_by.
-func joinOnStore(t *testing.T, plugin string, k joinKind, in []joinRecord, rows int, linger time.Duration) {
+func joinInSteps(t *testing.T, plugin string, k joinKind, in []joinRecord, rows int, linger time.Duration, onStore bool) {
 	ctx := context.Background()
 	keyed := k != enrichJoin
 	p := joinPipeline(t, k, [2]string{"unused-0.jsonl", "unused-1.jsonl"}, keyed, rows, linger)
 	var trace syncBuffer
-	d, err := flowtest.New(ctx, p, flowtest.WithPlugins(plugin), flowtest.WithCacheDir(joinCacheDir), flowtest.WithDataDir(t.TempDir()),
-		flowtest.WithRuntimeOptions(runtime.WithTrace(&trace)))
+	d, err := flowtest.New(ctx, p, driverOptions(t, plugin, joinCacheDir, onStore, &trace)...)
 	require.NoError(t, err)
 	defer d.Close()
 	ts := joinTimed(in)
@@ -399,7 +399,7 @@ func joinOnStore(t *testing.T, plugin string, k joinKind, in []joinRecord, rows 
 	}
 	got := outputsByKey(t, outs, k.outputs[:], &trace, joinKeyNames(t, in))
 	checkJoin(t, k, in, st, false, got)
-	// What the store runs add: records behind their source's watermark
+	// What the stepped runs add: records behind their source's watermark
 	// (interval: one that meets no held record comes out expired at once)
 	// and tombstones (enrich: an event after one finds no value).
 	var behindExpired, afterTombstone int

@@ -288,9 +288,11 @@ func byKey(t *testing.T, recs map[string][]connect.SinkRecord, trace *syncBuffer
 // real runtime (host/runtime via host/flowtest, the wazero engine, a JSON
 // source with event times from a payload field, group_by, sinks) for every
 // window kind, batch.max_rows 1, 7 and 1000, a linger of 1 ns (the
-// smallest the spec allows: "0") and 50 ms, in memory (flowtest.Run) and
-// on a pebble store (flowtest.Driver in t.TempDir()), and compares each
-// key's outputs, in order and exactly, with windowModel.
+// smallest the spec allows: "0") and 50 ms, and three ways: one
+// flowtest.Run in memory on the whole input file ("run"), and a
+// flowtest.Driver stepped through records late for the source in memory
+// ("memory") and on a pebble store in t.TempDir() ("store"); it compares
+// each key's outputs, in order and exactly, with windowModel.
 func TestWindowsThroughHost(t *testing.T) {
 	plugins := t.TempDir()
 	for _, g := range windowGuests {
@@ -299,15 +301,15 @@ func TestWindowsThroughHost(t *testing.T) {
 			for ki, k := range winKinds {
 				for _, rows := range []int{1, 7, 1000} {
 					for _, linger := range []time.Duration{time.Nanosecond, 50 * time.Millisecond} {
-						for _, where := range []string{"memory", "store"} {
+						for _, where := range []string{"run", "memory", "store"} {
 							name := fmt.Sprintf("%s/rows=%d/linger=%s/%s", k.name, rows, linger, where)
 							t.Run(name, func(t *testing.T) {
 								t.Parallel()
 								seed := uint64(100 + ki)
-								if where == "memory" {
+								if where == "run" {
 									runInMemory(t, dir, k, windowInput(seed, 240, false), rows, linger)
 								} else {
-									runOnStore(t, dir, k, windowInput(seed, 240, true), rows, linger)
+									runInSteps(t, dir, k, windowInput(seed, 240, true), rows, linger, where == "store")
 								}
 							})
 						}
@@ -329,6 +331,16 @@ func keyNames(t *testing.T, in []winRecord) map[string]string {
 		names[text] = r.key
 	}
 	return names
+}
+
+// driverOptions configure a conformance Driver: the plugin, the compile
+// cache, the trace and, onStore, a pebble store in t.TempDir().
+func driverOptions(t *testing.T, plugin, cacheDir string, onStore bool, trace *syncBuffer) []flowtest.Option {
+	opts := []flowtest.Option{flowtest.WithPlugins(plugin), flowtest.WithCacheDir(cacheDir), flowtest.WithRuntimeOptions(runtime.WithTrace(trace))}
+	if onStore {
+		opts = append(opts, flowtest.WithDataDir(t.TempDir()))
+	}
+	return opts
 }
 
 // runInMemory runs in once through flowtest.Run, whose runtime keeps state
@@ -355,15 +367,14 @@ func runInMemory(t *testing.T, plugin string, k winKind, in []winRecord, rows in
 	checkWindows(t, k, in, [][]winRecord{in}, true, byKey(t, res.Outputs, &trace, keyNames(t, in)))
 }
 
-// runOnStore pushes in through a flowtest.Driver on a pebble store, one
-// step per record late for the source (steps), each settled before the
-// next; Finish then ends the inputs.
-func runOnStore(t *testing.T, plugin string, k winKind, in []winRecord, rows int, linger time.Duration) {
+// runInSteps pushes in through a flowtest.Driver, in memory or on a
+// pebble store (onStore), one step per record late for the source
+// (steps), each settled before the next; Finish then ends the inputs.
+func runInSteps(t *testing.T, plugin string, k winKind, in []winRecord, rows int, linger time.Duration, onStore bool) {
 	ctx := context.Background()
 	p := windowPipeline(t, k, "unused.jsonl", rows, linger)
 	var trace syncBuffer
-	d, err := flowtest.New(ctx, p, flowtest.WithPlugins(plugin), flowtest.WithCacheDir(windowCacheDir), flowtest.WithDataDir(t.TempDir()),
-		flowtest.WithRuntimeOptions(runtime.WithTrace(&trace)))
+	d, err := flowtest.New(ctx, p, driverOptions(t, plugin, windowCacheDir, onStore, &trace)...)
 	require.NoError(t, err)
 	defer d.Close()
 	st := steps(in)
