@@ -1,15 +1,29 @@
 // Package cluster lays a pipeline out on Kafka for cluster mode, where
 // several flowhost processes run one pipeline and share its partitions.
 //
-// This package holds the topic layout: which topics a pipeline needs, with
-// how many partitions and which cleanup policy, and [Ensure], which
-// creates the missing ones and refuses those that exist with another
-// layout, and [Balancer], the group balancer whose assignment keeps a
-// computation's inputs co-partitioned. They are the first parts of
-// cluster mode; the runtime's Kafka storage (an implementation of
-// runtime.Storage whose batches commit as Kafka transactions) and the
-// hosts' group membership are to build on them, and do not exist yet:
-// flowhost runs a pipeline on one host today.
+// What it holds:
+//
+//   - the topic layout: which topics a pipeline needs, with how many
+//     partitions and which cleanup policy ([Topics]), and [Ensure], which
+//     creates the missing ones and refuses those that exist with another
+//     layout;
+//   - [Balancer], the group balancer whose assignment keeps a
+//     computation's inputs co-partitioned;
+//   - the changelog record format ([Change]: keyed state, timers and a
+//     partition's metadata, one record key each, deletes as tombstones, so
+//     that compaction keeps exactly the committed image) and [Restore],
+//     which reads a partition's changelog back, read_committed, when a
+//     host is assigned the partition;
+//   - [Committer], which commits a computation partition's epoch in one
+//     Kafka transaction (outputs, changelog records, consumed offsets) and
+//     fences the partition's previous owner.
+//
+// They are the parts of cluster mode that stand on their own, each tested
+// against a Kafka-protocol broker (kfake on 127.0.0.1, or the cluster in
+// FLOWHOST_KAFKA_BROKERS). The runtime's Kafka storage (an implementation
+// of runtime.Storage built on them), the hosts' group membership and the
+// --cluster flag do not exist yet: flowhost runs a pipeline on one host
+// today.
 package cluster
 
 import (
