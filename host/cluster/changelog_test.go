@@ -328,3 +328,34 @@ func TestRestoreOfALargeChangelog(t *testing.T) {
 	require.Len(t, im.SortedTimers(), 20)
 	require.Equal(t, math.MinInt64, int(im.SortedTimers()[0].Trigger))
 }
+
+// TestOpenTransactionOfADeadOwnerIsAborted: an owner that died in the
+// middle of an epoch left its transaction open; the new owner's committer
+// aborts it on start, and the restore shows none of it.
+func TestOpenTransactionOfADeadOwnerIsAborted(t *testing.T) {
+	pipeline, input, _, opts := epochTopics(t)
+	ctx := context.Background()
+	first := newCommitter(t, pipeline, input, 0, opts)
+	require.NoError(t, first.Commit(ctx, cluster.Epoch{Changes: []cluster.Change{cluster.StateChange("k", []byte("committed"), false)}}))
+
+	// The dead owner: its transactional id, a transaction begun and sent,
+	// never ended.
+	dead, err := kgo.NewClient(append(opts, kgo.TransactionalID(cluster.TransactionalID(pipeline, "count", 0)),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	require.NoError(t, err)
+	defer dead.Close()
+	require.NoError(t, dead.BeginTransaction())
+	r, err := cluster.StateChange("k", []byte("half an epoch"), false).Record(cluster.ChangelogTopic(pipeline, "count"), 0)
+	require.NoError(t, err)
+	require.NoError(t, dead.ProduceSync(ctx, r).FirstErr())
+
+	successor := newCommitter(t, pipeline, input, 0, opts)
+	im, err := cluster.Restore(ctx, cluster.ChangelogTopic(pipeline, "count"), 0, opts...)
+	require.NoError(t, err)
+	require.Equal(t, "committed", string(im.State["k"]))
+	require.NoError(t, successor.Commit(ctx, cluster.Epoch{Changes: []cluster.Change{cluster.StateChange("k", []byte("next"), false)}}))
+	im, err = cluster.Restore(ctx, cluster.ChangelogTopic(pipeline, "count"), 0, opts...)
+	require.NoError(t, err)
+	require.Equal(t, "next", string(im.State["k"]))
+	require.Equal(t, 2, im.Records, "the aborted record is not read")
+}
