@@ -11,7 +11,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -94,24 +93,6 @@ type wireTimer struct {
 	Payload []byte `cbor:"3,keyasint,omitempty"`
 }
 
-var (
-	encMode cbor.EncMode
-	decMode cbor.DecMode
-)
-
-func init() {
-	var err error
-	if encMode, err = (cbor.EncOptions{Sort: cbor.SortCoreDeterministic}).EncMode(); err != nil {
-		panic(err)
-	}
-	if decMode, err = (cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-	}).DecMode(); err != nil {
-		panic(err)
-	}
-}
-
 // recordKey is the change's record key: format, kind, then the identity
 // (a state's key text; a timer's trigger, big-endian, then its key text;
 // nothing for the metadata).
@@ -144,9 +125,9 @@ func (c Change) Record(topic string, partition int32) (*kgo.Record, error) {
 	case ChangeState:
 		body = c.State
 	case ChangeTimer:
-		body, err = encMode.Marshal(&wireTimer{Event: c.Timer.Event, ID: c.Timer.ID.String(), Payload: c.Timer.Payload})
+		body, err = store.MarshalCBOR(&wireTimer{Event: c.Timer.Event, ID: c.Timer.ID.String(), Payload: c.Timer.Payload})
 	case ChangeMeta:
-		body, err = encMode.Marshal(&c.Meta)
+		body, err = store.MarshalCBOR(&c.Meta)
 	default:
 		return nil, fmt.Errorf("cluster: a change of %s", c.Kind)
 	}
@@ -203,7 +184,7 @@ func DecodeChange(key, value []byte) (Change, error) {
 		c.State = bytes.Clone(body)
 	case ChangeTimer:
 		var w wireTimer
-		if err := decMode.Unmarshal(body, &w); err != nil {
+		if err := store.UnmarshalCBOR(body, &w); err != nil {
 			return Change{}, fmt.Errorf("value of the timer of key %q at %d: %w", c.Key, c.Trigger, err)
 		}
 		id, err := ordering.ParseMessageID(w.ID)
@@ -212,7 +193,7 @@ func DecodeChange(key, value []byte) (Change, error) {
 		}
 		c.Timer = ordering.Timer{Key: c.Key, Trigger: c.Trigger, Event: w.Event, ID: id, Payload: w.Payload}
 	case ChangeMeta:
-		if err := decMode.Unmarshal(body, &c.Meta); err != nil {
+		if err := store.UnmarshalCBOR(body, &c.Meta); err != nil {
 			return Change{}, fmt.Errorf("value of the metadata: %w", err)
 		}
 	}

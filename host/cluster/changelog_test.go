@@ -28,7 +28,7 @@ func drawChange(t *rapid.T) cluster.Change {
 		return cluster.TimerChange(tm, rapid.Bool().Draw(t, "delete"))
 	}
 	return cluster.MetaChange(store.PartitionMeta{Epoch: rapid.Uint64().Draw(t, "epoch"), Clock: rapid.Int64().Draw(t, "clock"),
-		Out: store.Watermarks{Event: rapid.Int64().Draw(t, "wm"), System: 1, Partitions: []int64{ordering.NoWatermark, 5}},
+		Out:  store.Watermarks{Event: rapid.Int64().Draw(t, "wm"), System: 1, Partitions: []int64{ordering.NoWatermark, 5}},
 		Bias: map[string]int64{"orders": rapid.Int64().Draw(t, "bias")}, Tasks: map[string]uint64{"sink:out": 3}})
 }
 

@@ -134,6 +134,14 @@ var (
 	decMode cbor.DecMode
 )
 
+// MarshalCBOR encodes v as flowhost encodes every record it keeps, here
+// and in a cluster's changelog: deterministic CBOR, map keys sorted.
+func MarshalCBOR(v any) ([]byte, error) { return encMode.Marshal(v) }
+
+// UnmarshalCBOR decodes what [MarshalCBOR] wrote into v, refusing
+// duplicate map keys and fields v does not have.
+func UnmarshalCBOR(b []byte, v any) error { return decMode.Unmarshal(b, v) }
+
 func init() {
 	var err error
 	if encMode, err = (cbor.EncOptions{Sort: cbor.SortCoreDeterministic}).EncMode(); err != nil {
