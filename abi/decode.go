@@ -36,8 +36,9 @@ type decoder struct {
 	timers int
 	// Small values that the result points at come from slabs, so that a
 	// response of n emits does not cost n allocations for their parents.
-	u32 []uint32
-	i64 []int64
+	u32      []uint32
+	i64      []int64
+	emitSlab []Emit
 }
 
 // badEnvelope is what the decoder panics with at a violation; decode
@@ -228,6 +229,22 @@ func (d *decoder) int64Ptr() *int64 {
 	}
 	d.i64 = append(d.i64, d.int())
 	return &d.i64[len(d.i64)-1]
+}
+
+// slabOf returns n zero values from *slab, capped at n, starting a new
+// slab of about arenaChunk bytes when it has no room: a response's keys
+// share a few allocations instead of making one each.
+func slabOf[T any](slab *[]T, n int) []T {
+	if n == 0 {
+		return make([]T, 0) // present and empty: non-nil, as the reference decodes it
+	}
+	if cap(*slab)-len(*slab) < n {
+		var zero T
+		*slab = make([]T, 0, max(n, arenaChunk/int(unsafe.Sizeof(zero))))
+	}
+	start := len(*slab)
+	*slab = (*slab)[:start+n]
+	return (*slab)[start : start+n : start+n]
 }
 
 // parents decodes Emit.Parents: a non-empty array of uint32.
@@ -524,7 +541,7 @@ func (d *decoder) responseKey(k *ResponseKey) {
 			k.Key = d.text()
 		case "emits":
 			d.seen(&seen, 1)
-			k.Emits = make([]Emit, d.array(0))
+			k.Emits = slabOf(&d.emitSlab, d.array(0))
 			for i := range k.Emits {
 				if d.emits++; d.emits > d.limits.MaxEmits {
 					d.fail()
