@@ -11,7 +11,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flowhost/flowhost/host/store"
@@ -32,6 +31,10 @@ const (
 	// ChangeMeta is the partition's metadata (epoch, clocks, bias,
 	// TaskIds, watermarks); it is replaced, never deleted.
 	ChangeMeta ChangeKind = 'm'
+	// ChangeRestorePoint is written by a restore (see
+	// [Committer.Restore]) to know where the changelog ends; it holds no
+	// data of the partition.
+	ChangeRestorePoint ChangeKind = 'r'
 )
 
 func (k ChangeKind) String() string {
@@ -42,6 +45,8 @@ func (k ChangeKind) String() string {
 		return "timer"
 	case ChangeMeta:
 		return "metadata"
+	case ChangeRestorePoint:
+		return "restore point"
 	}
 	return fmt.Sprintf("kind %q", byte(k))
 }
@@ -71,6 +76,8 @@ type Change struct {
 	Timer ordering.Timer
 	// Meta is the partition's metadata.
 	Meta store.PartitionMeta
+	// Point is a restore point's token.
+	Point []byte
 }
 
 // StateChange sets key's state to value, or deletes it when del.
@@ -114,8 +121,8 @@ func (c Change) recordKey() []byte {
 func (c Change) Record(topic string, partition int32) (*kgo.Record, error) {
 	r := &kgo.Record{Topic: topic, Partition: partition, Key: c.recordKey()}
 	if c.Delete {
-		if c.Kind == ChangeMeta {
-			return nil, errors.New("cluster: a partition's metadata is replaced, never deleted")
+		if c.Kind == ChangeMeta || c.Kind == ChangeRestorePoint {
+			return nil, fmt.Errorf("cluster: a %s is replaced, never deleted", c.Kind)
 		}
 		return r, nil
 	}
@@ -128,6 +135,8 @@ func (c Change) Record(topic string, partition int32) (*kgo.Record, error) {
 		body, err = store.MarshalCBOR(&wireTimer{Event: c.Timer.Event, ID: c.Timer.ID.String(), Payload: c.Timer.Payload})
 	case ChangeMeta:
 		body, err = store.MarshalCBOR(&c.Meta)
+	case ChangeRestorePoint:
+		body = c.Point
 	default:
 		return nil, fmt.Errorf("cluster: a change of %s", c.Kind)
 	}
@@ -159,12 +168,12 @@ func DecodeChange(key, value []byte) (Change, error) {
 		}
 		c.Trigger = int64(binary.BigEndian.Uint64(rest))
 		c.Key = string(rest[8:])
-	case ChangeMeta:
+	case ChangeMeta, ChangeRestorePoint:
 		if len(rest) != 0 {
-			return Change{}, fmt.Errorf("record key of the metadata: %d bytes after the kind, and it has none", len(rest))
+			return Change{}, fmt.Errorf("record key of the %s: %d bytes after the kind, and it has none", c.Kind, len(rest))
 		}
 		if c.Delete {
-			return Change{}, errors.New("a tombstone of the metadata, which is never deleted")
+			return Change{}, fmt.Errorf("a tombstone of the %s, which is never deleted", c.Kind)
 		}
 	default:
 		return Change{}, fmt.Errorf("record key: unknown kind %q", key[1])
@@ -196,6 +205,8 @@ func DecodeChange(key, value []byte) (Change, error) {
 		if err := store.UnmarshalCBOR(body, &c.Meta); err != nil {
 			return Change{}, fmt.Errorf("value of the metadata: %w", err)
 		}
+	case ChangeRestorePoint:
+		c.Point = bytes.Clone(body)
 	}
 	return c, nil
 }
@@ -217,7 +228,8 @@ type Image struct {
 	Meta    store.PartitionMeta
 	HasMeta bool
 	// Records is how many records the restore read (tombstones and
-	// records compaction had not removed yet included): its cost.
+	// records compaction had not removed yet included, restore points
+	// not): its cost.
 	Records int
 }
 
@@ -264,76 +276,65 @@ func (im *Image) SortedTimers() []ordering.Timer {
 	return out
 }
 
-// Restore reads partition of a changelog topic from its start to its last
-// stable offset, with read_committed, and returns what it holds: only
-// committed transactions count, and a transaction still open on the
-// partition (a host that died mid-epoch) is waited for until the broker
-// aborts it or its producer's successor fences it, since the last stable
-// offset stays before it until then.
+// Restore reads the partition's changelog to its end, with
+// read_committed, and returns what it holds: the state, timers and
+// metadata of the committed epochs, as the partition's new owner takes it
+// over. Call it after [NewCommitter], which fenced every earlier owner,
+// and before the first [Committer.Commit].
 //
-// opts are the connection's options (seed brokers, TLS, SASL); Restore
-// makes a client of its own, which reads that one partition and joins no
-// group.
-func Restore(ctx context.Context, topic string, partition int32, opts ...kgo.Opt) (*Image, error) {
-	admCl, err := kgo.NewClient(opts...)
+// Where the changelog ends is known by writing to it: Restore first
+// commits a restore point (a record of its own record key, replaced by
+// the next restore, so compaction keeps one) and reads until it. The
+// topic's last stable offset would not do: compaction may remove the
+// records just before it (an aborted transaction and its marker, once a
+// segment rolled), and a read would wait for offsets that are gone.
+func (c *Committer) Restore(ctx context.Context) (*Image, error) {
+	id, epoch, err := c.cl.ProducerID(ctx)
 	if err != nil {
-		return nil, err
+		return nil, c.explain(fmt.Errorf("cluster: %s: producer id: %w", c.txnID, err))
 	}
-	defer admCl.Close()
-	ends, err := kadm.NewClient(admCl).ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: the end of changelog %s: %w", topic, err)
+	c.restores++
+	point := binary.BigEndian.AppendUint64(nil, uint64(id))
+	point = binary.BigEndian.AppendUint16(point, uint16(epoch))
+	point = binary.BigEndian.AppendUint64(point, c.restores)
+	if err := c.Commit(ctx, Epoch{Changes: []Change{{Kind: ChangeRestorePoint, Point: point}}}); err != nil {
+		return nil, fmt.Errorf("cluster: restoring %s partition %d: writing the restore point: %w", c.topic, c.cfg.Partition, err)
 	}
-	end, ok := ends.Lookup(topic, partition)
-	if !ok {
-		return nil, fmt.Errorf("cluster: changelog %s has no partition %d", topic, partition)
-	}
-	if end.Err != nil {
-		return nil, fmt.Errorf("cluster: the end of changelog %s partition %d: %w", topic, partition, end.Err)
-	}
-	im := newImage()
-	if end.Offset <= 0 {
-		return im, nil
-	}
-	// Control records (the commit and abort markers) are kept so that the
-	// read sees every offset up to the end: the last offset before the
-	// last stable offset is a marker whenever the last write was a
-	// transaction, and aborted records are left out by read_committed.
-	cl, err := kgo.NewClient(append(slices.Clone(opts),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+	cl, err := kgo.NewClient(append(slices.Clone(c.cfg.Opts),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: {c.cfg.Partition: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	next := int64(0)
-	for next < end.Offset {
+	im := newImage()
+	for found := false; !found; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("cluster: restoring changelog %s partition %d, at offset %d of %d: %w", topic, partition, next, end.Offset, err)
+			return nil, fmt.Errorf("cluster: restoring %s partition %d, after %d records: %w", c.topic, c.cfg.Partition, im.Records, err)
 		}
 		var ferr error
 		fs.EachError(func(t string, p int32, err error) {
-			ferr = errors.Join(ferr, fmt.Errorf("cluster: restoring changelog %s partition %d: %w", t, p, err))
+			ferr = errors.Join(ferr, fmt.Errorf("cluster: restoring %s partition %d: %w", t, p, err))
 		})
 		if ferr != nil {
 			return nil, ferr
 		}
 		var derr error
 		fs.EachRecord(func(r *kgo.Record) {
-			if derr != nil || r.Offset >= end.Offset {
+			if derr != nil || found {
 				return
 			}
-			next = r.Offset + 1
-			if r.Attrs.IsControl() {
-				return
-			}
-			c, err := DecodeChange(r.Key, r.Value)
+			ch, err := DecodeChange(r.Key, r.Value)
 			if err != nil {
-				derr = fmt.Errorf("cluster: changelog %s partition %d offset %d: %w", topic, partition, r.Offset, err)
+				derr = fmt.Errorf("cluster: changelog %s partition %d offset %d: %w", c.topic, c.cfg.Partition, r.Offset, err)
 				return
 			}
-			im.apply(c)
+			if ch.Kind == ChangeRestorePoint {
+				found = bytes.Equal(ch.Point, point)
+				return
+			}
+			im.apply(ch)
 			im.Records++
 		})
 		if derr != nil {

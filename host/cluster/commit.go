@@ -70,6 +70,7 @@ type Committer struct {
 	group    string
 	topic    string // the changelog
 	topicIDs map[string][16]byte
+	restores uint64 // restore points written, for their tokens
 }
 
 // NewCommitter starts the partition's committer, fencing its predecessors

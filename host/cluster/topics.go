@@ -11,7 +11,8 @@
 //     computation's inputs co-partitioned;
 //   - the changelog record format ([Change]: keyed state, timers and a
 //     partition's metadata, one record key each, deletes as tombstones, so
-//     that compaction keeps exactly the committed image) and [Restore],
+//     that compaction keeps exactly the committed image) and
+//     [Committer.Restore],
 //     which reads a partition's changelog back, read_committed, when a
 //     host is assigned the partition;
 //   - [Committer], which commits a computation partition's epoch in one

@@ -57,22 +57,32 @@ func admin(t *testing.T) *kadm.Client {
 
 // testCluster is admin with the cluster's seed brokers.
 func testCluster(t *testing.T) (*kadm.Client, []string) {
+	adm, brokers, _ := testClusterWithCompact(t)
+	return adm, brokers
+}
+
+// testClusterWithCompact is testCluster with a function that compacts
+// the development broker's compacted topics now; it is nil on a cluster
+// of FLOWHOST_KAFKA_BROKERS, whose brokers compact in the background, on
+// their own schedule.
+func testClusterWithCompact(t *testing.T) (*kadm.Client, []string, func()) {
 	t.Helper()
 	var brokers []string
+	var compact func()
 	if env := os.Getenv("FLOWHOST_KAFKA_BROKERS"); env != "" {
 		brokers = strings.Split(env, ",")
 	} else {
 		b, err := devbroker.Start(devbroker.Config{})
 		require.NoError(t, err)
 		t.Cleanup(b.Close)
-		brokers = b.Addrs()
+		brokers, compact = b.Addrs(), b.Compact
 	}
 	// Metadata answers are cached for MetadataMinAge (5 s by default):
 	// short here, so that topics just created show at once.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(10*time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl), brokers
+	return kadm.NewClient(cl), brokers, compact
 }
 
 // uniqueName keeps runs against a shared cluster apart.

@@ -176,6 +176,12 @@ func (b *Broker) Addrs() []string { return b.addrs }
 // they are not.
 func (b *Broker) MetricsAddr() string { return b.metricsAddr }
 
+// Compact runs log compaction on every compacted topic now, as a broker
+// does in the background: each key keeps its latest record, and aborted
+// transactions and old tombstones go. Tests use it to see what a
+// compacted changelog restores to.
+func (b *Broker) Compact() { b.cluster.Compact() }
+
 // Close stops the metrics server and the cluster; with a data directory,
 // the cluster's state is written there before Close returns.
 func (b *Broker) Close() {
