@@ -12,9 +12,8 @@
 //   - the changelog record format ([Change]: keyed state, timers and a
 //     partition's metadata, one record key each, deletes as tombstones, so
 //     that compaction keeps exactly the committed image) and
-//     [Committer.Restore],
-//     which reads a partition's changelog back, read_committed, when a
-//     host is assigned the partition;
+//     [Committer.Restore], which reads a partition's changelog back,
+//     read_committed, when a host is assigned the partition;
 //   - [Committer], which commits a computation partition's epoch in one
 //     Kafka transaction (outputs, changelog records, consumed offsets) and
 //     fences the partition's previous owner.
