@@ -132,14 +132,14 @@ func FuzzDecodeChange(f *testing.F) {
 // epochTopics makes the topics a committer of computation "count" of a
 // fresh pipeline needs: its changelog (compacted, 2 partitions), one
 // input topic and one output topic.
-func epochTopics(t *testing.T) (pipeline, input, output string, opts []kgo.Opt) {
+func epochTopics(t testing.TB) (pipeline, input, output string, opts []kgo.Opt) {
 	pipeline, input, output, opts, _ = epochTopicsWithCompact(t)
 	return pipeline, input, output, opts
 }
 
 // epochTopicsWithCompact is epochTopics with testClusterWithCompact's
 // compact.
-func epochTopicsWithCompact(t *testing.T) (pipeline, input, output string, opts []kgo.Opt, compact func()) {
+func epochTopicsWithCompact(t testing.TB) (pipeline, input, output string, opts []kgo.Opt, compact func()) {
 	adm, brokers, compact := testClusterWithCompact(t)
 	pipeline = uniqueName(t)
 	input, output = "flowhost."+pipeline+".orders.count", "flowhost."+pipeline+".counts.report"

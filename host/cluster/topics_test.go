@@ -56,7 +56,7 @@ func admin(t *testing.T) *kadm.Client {
 }
 
 // testCluster is admin with the cluster's seed brokers.
-func testCluster(t *testing.T) (*kadm.Client, []string) {
+func testCluster(t testing.TB) (*kadm.Client, []string) {
 	adm, brokers, _ := testClusterWithCompact(t)
 	return adm, brokers
 }
@@ -65,7 +65,7 @@ func testCluster(t *testing.T) (*kadm.Client, []string) {
 // the development broker's compacted topics now; it is nil on a cluster
 // of FLOWHOST_KAFKA_BROKERS, whose brokers compact in the background, on
 // their own schedule.
-func testClusterWithCompact(t *testing.T) (*kadm.Client, []string, func()) {
+func testClusterWithCompact(t testing.TB) (*kadm.Client, []string, func()) {
 	t.Helper()
 	var brokers []string
 	var compact func()
@@ -86,7 +86,7 @@ func testClusterWithCompact(t *testing.T) (*kadm.Client, []string, func()) {
 }
 
 // uniqueName keeps runs against a shared cluster apart.
-func uniqueName(t *testing.T) string {
+func uniqueName(t testing.TB) string {
 	return fmt.Sprintf("t%d", time.Now().UnixNano())
 }
 
