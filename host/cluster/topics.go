@@ -16,7 +16,12 @@
 //     read_committed, when a host is assigned the partition;
 //   - [Committer], which commits a computation partition's epoch in one
 //     Kafka transaction (outputs, changelog records, consumed offsets) and
-//     fences the partition's previous owner.
+//     fences the partition's previous owner;
+//   - the stream topics' record format: a message with its sender and
+//     TaskId ([MessageRecord]) and a sender's in-band watermarks
+//     ([WatermarkRecord]), written in the epoch's transaction after the
+//     messages they cover, and [InputWatermark], a reader's minimum over
+//     the senders of a topic partition.
 //
 // They are the parts of cluster mode that stand on their own, each tested
 // against a Kafka-protocol broker (kfake on 127.0.0.1, or the cluster in

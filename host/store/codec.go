@@ -74,6 +74,16 @@ func appendMessage(b []byte, m *ordering.Message) []byte {
 	return appendBytes(b, m.Payload)
 }
 
+// AppendMessage appends the compact encoding of m that a queue keeps and
+// a cluster's stream topics carry: id, stream, key, the four timestamps,
+// parents and payload (not its TaskId, which the queue's key or the
+// record's header holds).
+func AppendMessage(b []byte, m *ordering.Message) []byte { return appendMessage(b, m) }
+
+// DecodeMessage reads what [AppendMessage] wrote, copying the payload; a
+// malformed value is refused naming the field and its byte.
+func DecodeMessage(b []byte) (*ordering.Message, error) { return decodeMessage(b) }
+
 // valueReader takes a compact value apart; the first malformed field sets
 // err (naming the field and its byte offset) and later reads return zero
 // values.
