@@ -51,9 +51,9 @@ func (k ChangeKind) String() string {
 	return fmt.Sprintf("kind %q", byte(k))
 }
 
-// changeFormat is the first byte of every changelog key and value, so
-// that a later format can be told apart.
-const changeFormat = 1
+// recordFormat is the first byte of every changelog key and value and of
+// every stream record's value, so that a later format can be told apart.
+const recordFormat = 1
 
 // Change is one record of a computation partition's changelog. The
 // changelog topic is compacted: Kafka keeps the latest record of each
@@ -104,7 +104,7 @@ type wireTimer struct {
 // (a state's key text; a timer's trigger, big-endian, then its key text;
 // nothing for the metadata).
 func (c Change) recordKey() []byte {
-	k := []byte{changeFormat, byte(c.Kind)}
+	k := []byte{recordFormat, byte(c.Kind)}
 	switch c.Kind {
 	case ChangeTimer:
 		k = binary.BigEndian.AppendUint64(k, uint64(c.Trigger))
@@ -143,7 +143,7 @@ func (c Change) Record(topic string, partition int32) (*kgo.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encoding a %s change: %w", c.Kind, err)
 	}
-	r.Value = append([]byte{changeFormat}, body...)
+	r.Value = append([]byte{recordFormat}, body...)
 	return r, nil
 }
 
@@ -154,8 +154,8 @@ func DecodeChange(key, value []byte) (Change, error) {
 	if len(key) < 2 {
 		return Change{}, fmt.Errorf("record key of %d bytes: a changelog key has a format byte and a kind", len(key))
 	}
-	if key[0] != changeFormat {
-		return Change{}, fmt.Errorf("record key: format %d, and this flowhost reads format %d", key[0], changeFormat)
+	if key[0] != recordFormat {
+		return Change{}, fmt.Errorf("record key: format %d, and this flowhost reads format %d", key[0], recordFormat)
 	}
 	c := Change{Kind: ChangeKind(key[1]), Delete: value == nil}
 	rest := key[2:]
@@ -184,8 +184,8 @@ func DecodeChange(key, value []byte) (Change, error) {
 	if c.Delete {
 		return c, nil
 	}
-	if len(value) == 0 || value[0] != changeFormat {
-		return Change{}, fmt.Errorf("value of a %s of key %q: it does not start with format byte %d", c.Kind, c.Key, changeFormat)
+	if len(value) == 0 || value[0] != recordFormat {
+		return Change{}, fmt.Errorf("value of a %s of key %q: it does not start with format byte %d", c.Kind, c.Key, recordFormat)
 	}
 	body := value[1:]
 	switch c.Kind {

@@ -142,7 +142,7 @@ func epochTopics(t testing.TB) (pipeline, input, output string, opts []kgo.Opt) 
 func epochTopicsWithCompact(t testing.TB) (pipeline, input, output string, opts []kgo.Opt, compact func()) {
 	adm, brokers, compact := testClusterWithCompact(t)
 	pipeline = uniqueName(t)
-	input, output = "flowhost."+pipeline+".orders.count", "flowhost."+pipeline+".counts.report"
+	input, output = cluster.StreamTopic(pipeline, "orders", "count"), cluster.StreamTopic(pipeline, "counts", "report")
 	policy := "compact"
 	ctx := context.Background()
 	_, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"cleanup.policy": &policy}, cluster.ChangelogTopic(pipeline, "count"))

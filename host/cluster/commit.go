@@ -45,11 +45,6 @@ func Group(pipeline, computation string) string {
 	return fmt.Sprintf("flowhost.%s.%s", pipeline, computation)
 }
 
-// ChangelogTopic is a computation's changelog topic (see [Topics]).
-func ChangelogTopic(pipeline, computation string) string {
-	return fmt.Sprintf("flowhost.%s.%s.changelog", pipeline, computation)
-}
-
 // Committer commits a computation partition's epochs to Kafka, each in
 // one transaction holding its outputs, its changelog records and its
 // consumed input offsets: a read_committed reader sees all of an epoch or

@@ -46,7 +46,7 @@ type StreamRecord struct {
 // of the reader's key): Kafka's partitioner is not used. The record key is
 // the message's key, for tools that show it.
 func MessageRecord(topic string, partition int32, from ordering.Sender, task ordering.TaskID, m *ordering.Message) *kgo.Record {
-	v := appendSender([]byte{changeFormat, streamMessage}, from)
+	v := appendSender([]byte{recordFormat, streamMessage}, from)
 	v = binary.AppendUvarint(v, uint64(task))
 	v = store.AppendMessage(v, m)
 	var key []byte
@@ -60,7 +60,7 @@ func MessageRecord(topic string, partition int32, from ordering.Sender, task ord
 // topic. A sender writes one to every partition of every topic it sends
 // to whenever its watermarks move, after the messages they cover.
 func WatermarkRecord(topic string, partition int32, from ordering.Sender, event, system int64) *kgo.Record {
-	v := appendSender([]byte{changeFormat, streamWatermark}, from)
+	v := appendSender([]byte{recordFormat, streamWatermark}, from)
 	v = binary.AppendVarint(v, event)
 	v = binary.AppendVarint(v, system)
 	return &kgo.Record{Topic: topic, Partition: partition, Value: v}
@@ -79,8 +79,8 @@ func DecodeStreamRecord(value []byte) (StreamRecord, error) {
 	if len(value) < 2 {
 		return StreamRecord{}, fmt.Errorf("stream record of %d bytes: it has a format byte and a kind", len(value))
 	}
-	if value[0] != changeFormat {
-		return StreamRecord{}, fmt.Errorf("stream record: format %d, and this flowhost reads format %d", value[0], changeFormat)
+	if value[0] != recordFormat {
+		return StreamRecord{}, fmt.Errorf("stream record: format %d, and this flowhost reads format %d", value[0], recordFormat)
 	}
 	kind, b := value[1], value[2:]
 	n, k := binary.Uvarint(b)

@@ -89,14 +89,14 @@ func Topics(p *spec.Pipeline) ([]Topic, error) {
 		path := fmt.Sprintf("computations[%d]", i)
 		for _, s := range c.InputStreams {
 			out = append(out, Topic{
-				Name:       fmt.Sprintf("flowhost.%s.%s.%s", p.Name, s, c.Name),
+				Name:       StreamTopic(p.Name, s, c.Name),
 				Partitions: int32(c.Partitions),
 				For:        fmt.Sprintf("stream %q as computation %q reads it", s, c.Name),
 				Path:       path + ".partitions",
 			})
 		}
 		out = append(out, Topic{
-			Name:       fmt.Sprintf("flowhost.%s.%s.changelog", p.Name, c.Name),
+			Name:       ChangelogTopic(p.Name, c.Name),
 			Partitions: int32(c.Partitions),
 			Compacted:  true,
 			For:        fmt.Sprintf("the changelog of computation %q", c.Name),
@@ -111,6 +111,17 @@ func Topics(p *spec.Pipeline) ([]Topic, error) {
 		}
 	}
 	return out, nil
+}
+
+// StreamTopic is the topic of stream as computation reads it (see
+// [Topics]).
+func StreamTopic(pipeline, stream, computation string) string {
+	return fmt.Sprintf("flowhost.%s.%s.%s", pipeline, stream, computation)
+}
+
+// ChangelogTopic is a computation's changelog topic (see [Topics]).
+func ChangelogTopic(pipeline, computation string) string {
+	return fmt.Sprintf("flowhost.%s.%s.changelog", pipeline, computation)
 }
 
 // ErrLayout is wrapped by the error of a topic that exists with another
