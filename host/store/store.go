@@ -106,6 +106,13 @@ type Options struct {
 	// and exits with status 70: what was committed before is intact, and
 	// a restart resumes from it. Tests run such cases in a child process.
 	OnFatal func(msg string)
+	// Changelog, if set, makes the store a cache of the log (see
+	// [Changelog]): Open rebuilds it from the log, into dir, which must
+	// hold no store, and every commit goes to the log before the cache.
+	// Any FS will do for the cache, vfs.NewMem() included. The store
+	// owns the log from the call on: its Close, or a failed Open, closes
+	// it.
+	Changelog Changelog
 	// ReadOnly opens an existing store to read it (flowhost inspect):
 	// nothing is created or written, and a directory that does not exist
 	// or holds no store is refused with [ErrNoStore]. Writes through a
@@ -118,6 +125,11 @@ type Store struct {
 	db    *pebble.DB
 	dir   string
 	cache *pebble.Cache
+
+	log        Changelog // nil: pebble's own WAL is the durable copy
+	logMu      sync.Mutex
+	logPending []logged
+	logLeading bool
 
 	closeOnce sync.Once
 }
@@ -138,6 +150,14 @@ func DefaultDataDir(name string) (string, error) {
 
 // Open opens the store in dir, creating it (and dir) unless o.ReadOnly.
 func Open(dir string, o Options) (*Store, error) {
+	s, err := open(dir, o)
+	if err != nil && o.Changelog != nil {
+		err = errors.Join(err, o.Changelog.Close())
+	}
+	return s, err
+}
+
+func open(dir string, o Options) (*Store, error) {
 	fsys := o.FS
 	if fsys == nil {
 		fsys = vfs.Default
@@ -155,6 +175,9 @@ func Open(dir string, o Options) (*Store, error) {
 		hadStore = true
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, dirError(dir, err)
+	}
+	if hadStore && o.Changelog != nil {
+		return nil, fmt.Errorf("store: %s already holds a store; the cache of a changelog is rebuilt from the log into an empty directory", dir)
 	}
 	cacheBytes := o.CacheBytes
 	if cacheBytes <= 0 {
@@ -198,13 +221,22 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, dirError(dir, err)
 	}
 	s := &Store{db: db, dir: dir, cache: cache}
+	if o.Changelog != nil {
+		s.log = o.Changelog
+		restored, err := s.restoreFrom(o.Changelog)
+		if err != nil {
+			_ = s.closeCache()
+			return nil, err
+		}
+		hadStore = restored > 0
+	}
 	if err := s.checkFormat(hadStore); err != nil {
-		_ = s.Close()
+		_ = s.closeCache()
 		return nil, err
 	}
 	if !hadStore {
 		if err := writeMarker(fsys, markerPath); err != nil {
-			_ = s.Close()
+			_ = s.closeCache()
 			return nil, dirError(dir, err)
 		}
 	}
@@ -312,9 +344,19 @@ func (s *Store) Dir() string { return s.dir }
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		err = s.db.Close()
-		s.cache.Unref()
+		err = s.closeCache()
+		if s.log != nil {
+			err = errors.Join(err, s.log.Close())
+		}
 	})
+	return err
+}
+
+// closeCache closes pebble; Open's failures call it alone, since Open
+// closes the changelog itself.
+func (s *Store) closeCache() error {
+	err := s.db.Close()
+	s.cache.Unref()
 	return err
 }
 
@@ -342,6 +384,9 @@ func (s *Store) Bind(fingerprint string) error {
 
 func (s *Store) commit(b *pebble.Batch) error {
 	defer b.Close()
+	if s.log != nil {
+		return s.commitLogged(b)
+	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return s.writeError(err)
 	}
