@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -289,57 +288,29 @@ func (im *Image) SortedTimers() []ordering.Timer {
 // records just before it (an aborted transaction and its marker, once a
 // segment rolled), and a read would wait for offsets that are gone.
 func (c *Committer) Restore(ctx context.Context) (*Image, error) {
-	id, epoch, err := c.cl.ProducerID(ctx)
-	if err != nil {
-		return nil, c.explain(fmt.Errorf("cluster: %s: producer id: %w", c.txnID, err))
-	}
 	c.restores++
-	point := binary.BigEndian.AppendUint64(nil, uint64(id))
-	point = binary.BigEndian.AppendUint16(point, uint16(epoch))
-	point = binary.BigEndian.AppendUint64(point, c.restores)
-	if err := c.Commit(ctx, Epoch{Changes: []Change{{Kind: ChangeRestorePoint, Point: point}}}); err != nil {
-		return nil, fmt.Errorf("cluster: restoring %s partition %d: writing the restore point: %w", c.topic, c.cfg.Partition, err)
-	}
-	cl, err := kgo.NewClient(append(slices.Clone(c.cfg.Opts),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: {c.cfg.Partition: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	point, err := restorePoint(ctx, c.cl, c.txnID, c.restores)
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
+	if err := c.Commit(ctx, Epoch{Changes: []Change{{Kind: ChangeRestorePoint, Point: point}}}); err != nil {
+		return nil, fmt.Errorf("cluster: restoring %s partition %d: writing the restore point: %w", c.topic, c.cfg.Partition, err)
+	}
 	im := newImage()
-	for found := false; !found; {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("cluster: restoring %s partition %d, after %d records: %w", c.topic, c.cfg.Partition, im.Records, err)
+	err = readToRestorePoint(ctx, c.cfg.Opts, c.topic, c.cfg.Partition, func(r *kgo.Record) (bool, error) {
+		ch, err := DecodeChange(r.Key, r.Value)
+		if err != nil {
+			return false, fmt.Errorf("cluster: changelog %s partition %d offset %d: %w", c.topic, c.cfg.Partition, r.Offset, err)
 		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			ferr = errors.Join(ferr, fmt.Errorf("cluster: restoring %s partition %d: %w", t, p, err))
-		})
-		if ferr != nil {
-			return nil, ferr
+		if ch.Kind == ChangeRestorePoint {
+			return bytes.Equal(ch.Point, point), nil
 		}
-		var derr error
-		fs.EachRecord(func(r *kgo.Record) {
-			if derr != nil || found {
-				return
-			}
-			ch, err := DecodeChange(r.Key, r.Value)
-			if err != nil {
-				derr = fmt.Errorf("cluster: changelog %s partition %d offset %d: %w", c.topic, c.cfg.Partition, r.Offset, err)
-				return
-			}
-			if ch.Kind == ChangeRestorePoint {
-				found = bytes.Equal(ch.Point, point)
-				return
-			}
-			im.apply(ch)
-			im.Records++
-		})
-		if derr != nil {
-			return nil, derr
-		}
+		im.apply(ch)
+		im.Records++
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return im, nil
 }

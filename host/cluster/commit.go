@@ -97,7 +97,7 @@ func NewCommitter(ctx context.Context, cfg CommitterConfig) (*Committer, error) 
 	// bumps the epoch, which fences the predecessor.
 	if _, _, err := c.cl.ProducerID(ctx); err != nil {
 		c.cl.Close()
-		return nil, c.explain(fmt.Errorf("cluster: initializing transactional id %s: %w", c.txnID, err))
+		return nil, explainFenced(c.txnID, fmt.Errorf("cluster: initializing transactional id %s: %w", c.txnID, err))
 	}
 	return c, nil
 }
@@ -135,7 +135,7 @@ func (c *Committer) Commit(ctx context.Context, e Epoch) error {
 	}
 	recs = append(recs, e.Outputs...)
 	if err := c.cl.BeginTransaction(); err != nil {
-		return c.explain(fmt.Errorf("cluster: %s: beginning a transaction: %w", c.txnID, err))
+		return explainFenced(c.txnID, fmt.Errorf("cluster: %s: beginning a transaction: %w", c.txnID, err))
 	}
 	err := c.cl.ProduceSync(ctx, recs...).FirstErr()
 	if err == nil && len(e.Consumed) > 0 {
@@ -145,10 +145,10 @@ func (c *Committer) Commit(ctx context.Context, e Epoch) error {
 		if aerr := c.cl.EndTransaction(ctx, kgo.TryAbort); aerr != nil {
 			err = errors.Join(err, aerr)
 		}
-		return c.explain(fmt.Errorf("cluster: %s: epoch aborted: %w", c.txnID, err))
+		return explainFenced(c.txnID, fmt.Errorf("cluster: %s: epoch aborted: %w", c.txnID, err))
 	}
 	if err := c.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return c.explain(fmt.Errorf("cluster: %s: committing the epoch: %w", c.txnID, err))
+		return explainFenced(c.txnID, fmt.Errorf("cluster: %s: committing the epoch: %w", c.txnID, err))
 	}
 	return nil
 }
@@ -216,10 +216,11 @@ func (c *Committer) Consumed(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// explain marks the errors that mean a successor took the partition.
-func (c *Committer) explain(err error) error {
+// explainFenced marks the errors of transactional id txnID that mean a
+// successor took over.
+func explainFenced(txnID string, err error) error {
 	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping) {
-		return fmt.Errorf("%w (transactional id %s): %w", ErrFenced, c.txnID, err)
+		return fmt.Errorf("%w (transactional id %s): %w", ErrFenced, txnID, err)
 	}
 	return err
 }
