@@ -9,16 +9,20 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/host/cluster"
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/connect"
+	"github.com/flowhost/flowhost/host/connect/kafkatest"
 	"github.com/flowhost/flowhost/host/runtime"
 	"github.com/flowhost/flowhost/host/store"
 	"github.com/flowhost/flowhost/ordering"
@@ -142,17 +146,42 @@ func requireLaneOrder(t *testing.T, run int, trace []byte) {
 // store each time. Across all runs every message reaches the sink exactly
 // once, each key's count, derived from its state, is exact, and every run's
 // trace, resumed or not, keeps the per-key order of each source partition.
+//
+// It runs on both durable storages, and each run opens the store anew, as
+// a restarted process does: the embedded pebble store on its directory,
+// and the store on Kafka (cluster.OpenStore), restored from its topic.
 func TestDurableRunResumesExactlyOnce(t *testing.T) {
+	t.Run("pebble", func(t *testing.T) {
+		dir := t.TempDir()
+		testResumesExactlyOnce(t, func() *store.Store {
+			st, err := store.Open(dir, store.Options{})
+			require.NoError(t, err)
+			return st
+		})
+	})
+	t.Run("kafka", func(t *testing.T) {
+		cfg := cluster.StoreConfig{Pipeline: mustSpec(t, durablePipeline), Replication: -1,
+			Opts: []kgo.Opt{kgo.SeedBrokers(kafkatest.Brokers(t)...), kgo.MetadataMinAge(10 * time.Millisecond)}}
+		if os.Getenv("FLOWHOST_KAFKA_BROKERS") != "" {
+			cfg.Pipeline.Name = fmt.Sprintf("durable%d", time.Now().UnixNano())
+		}
+		testResumesExactlyOnce(t, func() *store.Store {
+			st, err := cluster.OpenStore(context.Background(), cfg)
+			require.NoError(t, err)
+			return st
+		})
+	})
+}
+
+func testResumesExactlyOnce(t *testing.T, open func() *store.Store) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	st, err := store.Open(t.TempDir(), store.Options{})
-	require.NoError(t, err)
-	defer st.Close()
 
 	var kept []connect.SinkRecord
 	failures := 0
 	for run := 0; ; run++ {
+		st := open()
 		sink := &failingSink{}
 		if run < 6 {
 			sink.failAt = 1 + rng.IntN(4)
@@ -162,6 +191,7 @@ func TestDurableRunResumesExactlyOnce(t *testing.T) {
 			runtime.WithStore(st), runtime.WithSink("sink", sink), runtime.WithDeadLetter(&bytes.Buffer{}), runtime.WithTrace(&trace))
 		require.NoError(t, err)
 		err = rt.Run(context.Background())
+		require.NoError(t, st.Close())
 		requireLaneOrder(t, run, trace.Bytes())
 		kept = append(kept, sink.kept...)
 		if err == nil {
@@ -217,6 +247,8 @@ func TestDurableRunResumesExactlyOnce(t *testing.T) {
 	require.Equal(t, want, counts, "state-derived counts differ from an uninterrupted run")
 
 	// A run after completion finds nothing left to do.
+	st := open()
+	defer st.Close()
 	again := &failingSink{}
 	rt, err = runtime.New(mustSpec(t, durablePipeline), map[string]compute.Factory{"tally": compute.Native(tally)},
 		runtime.WithStore(st), runtime.WithSink("sink", again), runtime.WithDeadLetter(&bytes.Buffer{}))

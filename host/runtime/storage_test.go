@@ -2,16 +2,23 @@ package runtime
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"pgregory.net/rapid"
 
+	"github.com/flowhost/flowhost/host/cluster"
+	"github.com/flowhost/flowhost/host/connect/kafkatest"
+	"github.com/flowhost/flowhost/host/spec"
 	"github.com/flowhost/flowhost/host/store"
 	"github.com/flowhost/flowhost/ordering"
 )
@@ -19,17 +26,38 @@ import (
 // storageUnderTest is one implementation of [Storage] for the shared
 // suite: every test below runs once per implementation. reopen stands for
 // a restart: a durable storage is closed and opened again on the same
-// files; the memory storage is handed to the next runtime as it is.
+// files (pebble) or topic (Kafka, see cluster.OpenStore); the memory
+// storage is handed to the next runtime as it is.
 type storageUnderTest struct {
 	name string
 	open func(t testing.TB) (s Storage, reopen func() Storage)
 }
+
+// kafkaStores numbers the Kafka storages' pipelines, which share a
+// cluster on FLOWHOST_KAFKA_BROKERS.
+var kafkaStores atomic.Int64
 
 func storagesUnderTest() []storageUnderTest {
 	return []storageUnderTest{
 		{"memory", func(testing.TB) (Storage, func() Storage) {
 			s := NewMemoryStorage()
 			return s, func() Storage { return s }
+		}},
+		{"kafka", func(t testing.TB) (Storage, func() Storage) {
+			cfg := cluster.StoreConfig{Pipeline: &spec.Pipeline{Name: fmt.Sprintf("storage%d", kafkaStores.Add(1))}, Replication: -1,
+				Opts: []kgo.Opt{kgo.SeedBrokers(kafkatest.Brokers(t)...), kgo.MetadataMinAge(10 * time.Millisecond)}}
+			open := func() *store.Store {
+				st, err := cluster.OpenStore(context.Background(), cfg)
+				require.NoError(t, err)
+				return st
+			}
+			cur := open()
+			t.Cleanup(func() { _ = cur.Close() })
+			return newPebbleStorage(cur), func() Storage {
+				require.NoError(t, cur.Close())
+				cur = open()
+				return newPebbleStorage(cur)
+			}
 		}},
 		{"pebble", func(t testing.TB) (Storage, func() Storage) {
 			fs := vfs.NewMem()
