@@ -119,6 +119,9 @@ type kafkaRun struct {
 	out     string
 	watch   *outputWatch
 	lives   int
+	// onKafka keeps the run's store on the brokers (--cluster kafka)
+	// instead of in dataDir.
+	onKafka bool
 }
 
 // newKafkaRun writes the pipeline of a run from topic in to a new topic of
@@ -168,8 +171,12 @@ dead_letter: {type: file, file: {path: dead-letter.jsonl}}
 func (r *kafkaRun) start(t *testing.T) *liveRun {
 	t.Helper()
 	r.lives++
-	return startFlowhost(t, "run", "-f", r.spec, "--plugins", env.plugins, "--data-dir", r.dataDir,
-		"--metrics-addr", "", "--cache-dir", env.cache)
+	store := []string{"--data-dir", r.dataDir}
+	if r.onKafka {
+		store = []string{"--cluster", "kafka", "--brokers", strings.Join(r.brokers, ",")}
+	}
+	return startFlowhost(t, append(append([]string{"run", "-f", r.spec, "--plugins", env.plugins}, store...),
+		"--metrics-addr", "", "--cache-dir", env.cache)...)
 }
 
 // complete starts a life, waits until the output holds want records and
@@ -402,18 +409,70 @@ func TestCLIKafkaCrashIsExactlyOnce(t *testing.T) {
 	}
 	t.Logf("reference run: %v, first output after %v, %d outputs", duration.Round(time.Millisecond), firstOutput.Round(time.Millisecond), total)
 
-	crash := newKafkaRun(t, work, "crash", brokers, in, "")
-	crashStart := time.Now()
-	rng := rand.New(rand.NewPCG(seed, 0x6b61666b))
-	for kill := 1; kill <= kills; kill++ {
-		crash.killOnce(t, drawKafkaKill(rng, kill, kills, total, duration, firstOutput), kill, kills, total)
+	// The same crashes with the store in a data directory, and with the
+	// store on Kafka (--cluster kafka), restored from its topic by every
+	// life: half as many kills there, which still kill in every phase.
+	for _, arm := range []struct {
+		name    string
+		onKafka bool
+		kills   int
+	}{{"crash", false, kills}, {"crash-on-kafka", true, max(kills/2, 1)}} {
+		name := arm.name
+		if arm.onKafka {
+			// The store topic is named by the pipeline, and a cluster of
+			// FLOWHOST_KAFKA_BROKERS outlives the test.
+			name = fmt.Sprintf("%s-%d", arm.name, time.Now().UnixNano())
+		}
+		crash := newKafkaRun(t, work, name, brokers, in, "")
+		crash.onKafka = arm.onKafka
+		crashStart := time.Now()
+		rng := rand.New(rand.NewPCG(seed, 0x6b61666b))
+		for kill := 1; kill <= arm.kills; kill++ {
+			crash.killOnce(t, drawKafkaKill(rng, kill, arm.kills, total, duration, firstOutput), kill, arm.kills, total)
+		}
+		crash.complete(t, total)
+		t.Logf("%s run: %d kills, %d lives, %v", arm.name, arm.kills, crash.lives, time.Since(crashStart).Round(time.Millisecond))
+		crashOut := readKafkaOutput(t, brokers, crash.out)
+		checkOutputs(t, arm.name+" run against the model", w.expected, crashOut)
+		checkOutputs(t, arm.name+" run against the reference run", refOut.outputs, crashOut)
+		checkOwnIDs(t, arm.name+" run", crashOut)
 	}
-	crash.complete(t, total)
-	t.Logf("crash run: %d kills, %d lives, %v", kills, crash.lives, time.Since(crashStart).Round(time.Millisecond))
-	crashOut := readKafkaOutput(t, brokers, crash.out)
-	checkOutputs(t, "crash run against the model", w.expected, crashOut)
-	checkOutputs(t, "crash run against the reference run", refOut.outputs, crashOut)
-	checkOwnIDs(t, "crash run", crashOut)
+}
+
+// TestCLIStoreOnKafkaMovesToAnotherHost runs crash-tally with its store on
+// Kafka (--cluster kafka), starts a second host on the same spec once part
+// of the output is out, and then a third: each new host restores the
+// store from its topic and fences the one before, whose next commit fails
+// and which exits with an error saying that another host took over. The
+// last host completes the run. The output, read read_committed, must hold
+// exactly the model's outputs: nothing lost or doubled in the moves.
+func TestCLIStoreOnKafkaMovesToAnotherHost(t *testing.T) {
+	work := t.TempDir()
+	brokers, _ := kafkaCluster(t, filepath.Join(work, "broker"))
+	in := fmt.Sprintf("flowhost-move-%d", time.Now().UnixNano())
+	createKafkaTopic(t, brokers, in, kafkaCrashPartitions)
+	w := newKafkaWorkload(30_000, 7)
+	w.produce(t, brokers, in)
+	total := w.outputs()
+
+	r := newKafkaRun(t, work, fmt.Sprintf("move-%d", time.Now().UnixNano()), brokers, in, "")
+	r.onKafka = true
+	old := r.start(t)
+	for i, share := range []int{total / 4, total / 2} {
+		old.waitFor(t, fmt.Sprintf("host %d: %d outputs", i+1, share), func() bool { return r.watch.count() >= share })
+		next := r.start(t)
+		code := old.waitExit(t)
+		require.NotEqual(t, 0, code, "host %d went on after host %d took over; stderr:\n%s", i+1, i+2, old.log())
+		require.Contains(t, old.log(), "another host took over", "host %d's stderr:\n%s", i+1, old.log())
+		requireNoPanicIn(t, r.name, old)
+		old = next
+	}
+	old.waitFor(t, "the last host: every output", func() bool { return r.watch.count() >= total })
+	require.NoError(t, old.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, old.waitExit(t), "stderr:\n%s", old.log())
+	out := readKafkaOutput(t, brokers, r.out)
+	checkOutputs(t, "the run that moved twice, against the model", w.expected, out)
+	checkOwnIDs(t, "the run that moved twice", out)
 }
 
 // TestCLIKafkaBrokerRestart stops the broker process in the middle of a

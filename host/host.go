@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flowhost/flowhost/abi"
+	"github.com/flowhost/flowhost/host/cluster"
 	"github.com/flowhost/flowhost/host/compute"
 	"github.com/flowhost/flowhost/host/connect"
 	"github.com/flowhost/flowhost/host/engine"
@@ -79,6 +80,10 @@ type RunConfig struct {
 	// InMemory runs without a store: faster, but nothing survives the
 	// process, and a restart processes its input again.
 	InMemory bool
+	// Cluster, when set, replaces the spec's cluster block (the CLI's
+	// --cluster kafka --brokers). With a cluster block the run's store is
+	// on Kafka (see cluster.OpenStore) instead of a data directory.
+	Cluster *spec.Cluster
 	// Replay reprocesses sources from positions (see runtime.Replay); it
 	// needs the store.
 	Replay map[string]runtime.Replay
@@ -175,8 +180,20 @@ func Run(ctx context.Context, cfg RunConfig) error {
 // did not start.
 func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	log := cfg.Logger
+	// A store on Kafka that another host took over stops the run with
+	// cluster.ErrFenced as the cause.
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
 	pipe, err := spec.ParseFile(cfg.SpecPath)
 	if err != nil {
+		return nil, err
+	}
+	if cfg.Cluster != nil {
+		if err := pipe.WithCluster(cfg.Cluster); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkStoreChoice(pipe, cfg); err != nil {
 		return nil, err
 	}
 	catalog, err := plugins.Discover(cfg.PluginDirs)
@@ -227,18 +244,25 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 				return nil, err
 			}
 		}
-		st, err := OpenStore(pipe, cfg.DataDir)
-		if err != nil {
-			return nil, err
+		var st *store.Store
+		if pipe.Cluster != nil {
+			if st, err = openClusterStore(ctx, pipe, log, stopRun); err != nil {
+				return nil, err
+			}
+			summary.StoreTopic = cluster.StoreTopic(pipe.Name)
+		} else {
+			if st, err = OpenStore(pipe, cfg.DataDir); err != nil {
+				return nil, err
+			}
+			log.Info("exactly-once: committing to the data directory", "dir", st.Dir())
+			summary.DataDir = st.Dir()
+			// The handler is served once rt is set (by the metrics
+			// server, started after runtime.New).
+			savepoints = savepointHandler(st, func(p runtime.WorkProgress) { rt.ReportWork(p) }, func(kind, name string) { rt.ForgetWork(kind, name) })
 		}
 		defer st.Close()
 		runStore = st
-		log.Info("exactly-once: committing to the data directory", "dir", st.Dir())
-		summary.DataDir = st.Dir()
 		opts = append(opts, runtime.WithStore(st))
-		// The handler is served once rt is set (by the metrics server,
-		// started after runtime.New).
-		savepoints = savepointHandler(st, func(p runtime.WorkProgress) { rt.ReportWork(p) }, func(kind, name string) { rt.ForgetWork(kind, name) })
 		if len(cfg.Replay) > 0 {
 			opts = append(opts, runtime.WithReplay(cfg.Replay))
 		}
@@ -293,9 +317,69 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	start := time.Now()
 	log.Info("pipeline running", "pipeline", pipe.Name, "spec", cfg.SpecPath, "computations", len(pipe.Computations))
 	err = rt.Run(ctx)
+	if cause := context.Cause(ctx); errors.Is(cause, cluster.ErrFenced) && !errors.Is(err, cluster.ErrFenced) {
+		// The run may have drained without a commit to fail, or ended
+		// as a cancelled run does: it still lost its store, and must not
+		// end as if it had completed (ExitCode maps a cancel to 0).
+		stopped := fmt.Errorf("stopped: %w", cause)
+		if err == nil || errors.Is(err, context.Canceled) {
+			err = stopped
+		} else {
+			err = errors.Join(stopped, err)
+		}
+	}
 	log.Info("pipeline stopped", "pipeline", pipe.Name, "elapsed", time.Since(start).Round(time.Millisecond), "err", err)
 	summary.Summary, summary.ElapsedNanos = rt.Summary(), int64(time.Since(start))
 	return summary, err
+}
+
+// checkStoreChoice refuses the flags that do not go with where the run's
+// store is.
+func checkStoreChoice(pipe *spec.Pipeline, cfg *RunConfig) error {
+	if pipe.Cluster == nil {
+		return nil
+	}
+	switch {
+	case cfg.InMemory:
+		return errors.New("--in-memory runs without a store, and the spec's cluster block (or --cluster) puts the store on Kafka: choose one")
+	case cfg.DataDir != "":
+		return errors.New("--data-dir: with a cluster block (or --cluster) the store is on Kafka, not in a data directory; drop one of them")
+	case cfg.FromSavepoint != "":
+		return errors.New("--from-savepoint restores a data directory; a store on Kafka is restored from its topic")
+	}
+	return nil
+}
+
+// openClusterStore opens pipe's store on the Kafka cluster of its cluster
+// block, fencing the host that ran the pipeline before. When another host
+// fences this one, it stops the run with the fencing error as the cause.
+func openClusterStore(ctx context.Context, pipe *spec.Pipeline, log *slog.Logger, stop context.CancelCauseFunc) (*store.Store, error) {
+	k := pipe.Cluster.Kafka
+	conn, err := runtime.KafkaConnection(pipe, "cluster.kafka", k.Connection())
+	if err != nil {
+		return nil, err
+	}
+	opts, err := connect.KafkaClientOpts(conn)
+	if err != nil {
+		return nil, pipe.ErrorAt("cluster.kafka", "%v", err)
+	}
+	replication := int16(k.Replication)
+	if replication == 0 {
+		replication = -1
+	}
+	topic := cluster.StoreTopic(pipe.Name)
+	log.Info("exactly-once: restoring the store from Kafka", "topic", topic, "brokers", k.Brokers)
+	start := time.Now()
+	fenced := func(err error) {
+		log.Error("another host took over the pipeline's store: stopping", "topic", topic, "err", err)
+		stop(err)
+	}
+	st, err := cluster.OpenStore(ctx, cluster.StoreConfig{Pipeline: pipe, Opts: opts, Replication: replication, OnFenced: fenced})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: opening the store of pipeline %s on %v: %w", pipe.Name, k.Brokers, err)
+	}
+	log.Info("exactly-once: committing to Kafka", "topic", topic, "restored_in", time.Since(start).Round(time.Millisecond))
+	return st, nil
 }
 
 // OpenStore opens the data directory of pipe: dir, or the default one for

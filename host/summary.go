@@ -58,6 +58,9 @@ type RunSummary struct {
 	runtime.Summary
 	// DataDir is the data directory; "" for a run in memory.
 	DataDir string `json:"data_dir,omitempty"`
+	// StoreTopic is the Kafka topic of a run whose store is on Kafka (a
+	// cluster block); DataDir is then "".
+	StoreTopic string `json:"store_topic,omitempty"`
 	// ElapsedNanos is how long the pipeline ran (after its plugins were
 	// loaded).
 	ElapsedNanos int64 `json:"elapsed_ns"`
@@ -110,17 +113,20 @@ func (s *RunSummary) write(w io.Writer) {
 	for _, sk := range s.Sinks {
 		p("  sink %s: %d records out", sk.Name, sk.Records)
 	}
-	if s.DataDir != "" {
+	switch {
+	case s.DataDir != "":
 		p("  data directory: %s", s.DataDir)
-	} else {
+	case s.StoreTopic != "":
+		p("  store: Kafka topic %s", s.StoreTopic)
+	default:
 		p("  in memory: nothing was kept")
 	}
 	switch s.ExitCode {
 	case ExitOK:
 		p("  result: ok")
 	case ExitInterrupted:
-		if s.DataDir != "" {
-			p("  result: interrupted: running batches were not committed; the next run on the data directory processes them")
+		if s.DataDir != "" || s.StoreTopic != "" {
+			p("  result: interrupted: running batches were not committed; the next run on the same store processes them")
 		} else {
 			p("  result: interrupted: running batches were not committed, and in memory what was not delivered is lost")
 		}

@@ -49,6 +49,8 @@ func newRun() *cobra.Command {
 	var verbose bool
 	var from []string
 	var workers int
+	var clusterKind string
+	var brokers []string
 	cmd := &cobra.Command{
 		Use:   "run -f PIPELINE.yaml --plugins DIR...",
 		Short: "Run a pipeline until its sources end or until interrupted",
@@ -85,7 +87,14 @@ started again on the same directory, it resumes from its last commits:
 nothing is lost and nothing is processed twice. A file source that was read
 to its end is not read again; --from reprocesses a source from an offset or
 a write time, as far as retention kept its records. --in-memory keeps
-nothing.`,
+nothing.
+
+--cluster kafka --brokers HOST:PORT (or the spec's cluster block, which
+also takes tls and sasl) keeps the store on a Kafka cluster instead: every
+commit is one transaction on the compacted topic flowhost.PIPELINE.store,
+and the run starts by restoring from it. A host started on the same spec,
+on any machine, resumes where the last one committed and fences it: the
+old host's next commit fails, and it stops. See docs/cluster.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelInfo
@@ -132,6 +141,15 @@ nothing.`,
 					return err
 				}
 			}
+			if clusterKind != "" || len(brokers) > 0 {
+				if clusterKind != "kafka" {
+					return fmt.Errorf("--cluster takes kafka (the only cluster there is), with --brokers; got %q", clusterKind)
+				}
+				if len(brokers) == 0 {
+					return errors.New("--cluster kafka needs --brokers HOST:PORT[,HOST:PORT...]")
+				}
+				cfg.Cluster = &spec.Cluster{Kafka: &spec.ClusterKafka{Brokers: brokers}}
+			}
 			if workers > 0 {
 				cfg.Options = append(cfg.Options, runtime.WithWorkers(workers))
 			}
@@ -173,9 +191,13 @@ nothing.`,
 	f.BoolVar(&cfg.MetricsSecurity.Insecure, "insecure", false, "let --metrics-addr be a non-loopback address without TLS and a bearer token")
 	f.IntVar(&cfg.LiveTrace, "live-trace", 0, "keep the last N deliveries of every computation partition for flowhost trace (/api/v1/trace); 0: none")
 	f.BoolVar(&cfg.EnableStateLookup, "enable-state-lookup", false, "let the operator's API read a key's committed state (/api/v1/state); state may hold personal data")
+	f.StringVar(&clusterKind, "cluster", "", "keep the store on a cluster instead of a data directory: kafka (with --brokers); replaces the spec's cluster block")
+	f.StringSliceVar(&brokers, "brokers", nil, "the Kafka brokers of --cluster kafka, HOST:PORT (repeatable or comma-separated)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")
+	cmd.MarkFlagsMutuallyExclusive("cluster", "data-dir")
+	cmd.MarkFlagsMutuallyExclusive("cluster", "in-memory")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "from")
 	addReplayFlags(cmd, &cfg)
 	return cmd

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -39,7 +40,18 @@ type StoreConfig struct {
 	// AppendTimeout bounds one commit's transaction; 0 means 30 s. A
 	// commit that takes longer fails, and the run stops.
 	AppendTimeout time.Duration
+	// OnFenced, if set, is called once, from another goroutine, when the
+	// store learns that another host opened it: from a commit, or from
+	// the lease the store commits every LeaseInterval when no commit did,
+	// so that an idle host learns it too. The store takes no commit from
+	// then on; the caller should stop the run.
+	OnFenced func(error)
 }
+
+// LeaseInterval is how often an open store on Kafka that committed
+// nothing meanwhile commits a lease (a transaction with one record that
+// compaction replaces) to learn whether another host has fenced it.
+const LeaseInterval = time.Second
 
 // OpenStore opens pipeline's store on Kafka: every batch the store
 // commits is one Kafka transaction on the compacted topic [StoreTopic],
@@ -66,16 +78,24 @@ func OpenStore(ctx context.Context, cfg StoreConfig) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.startLeases()
 	return st, nil
 }
 
 // storeLog is a [store.Changelog] on Kafka: one transaction per Append.
 type storeLog struct {
-	cfg      StoreConfig
-	cl       *kgo.Client
-	txnID    string
-	topic    string
-	restores uint64
+	cfg   StoreConfig
+	cl    *kgo.Client
+	txnID string
+	topic string
+
+	// mu serialises the transactions of commits and leases.
+	mu         sync.Mutex
+	restores   uint64
+	lastCommit time.Time
+	fenced     sync.Once
+	stopLeases context.CancelFunc
+	leasesDone chan struct{}
 	// broken is set when the log can take no more transactions: it was
 	// fenced, or a transaction's end failed (the broker may or may not
 	// have committed it, so the cache may no longer be the log). Every
@@ -90,8 +110,10 @@ func openStoreLog(ctx context.Context, cfg StoreConfig) (*storeLog, error) {
 	name := cfg.Pipeline.Name
 	l := &storeLog{cfg: cfg, txnID: StoreTransactionalID(name), topic: StoreTopic(name)}
 	var err error
+	// A short MetadataMinAge: the topic may just have been created, and
+	// the first commit must not wait kgo's default 5 s to see it.
 	l.cl, err = kgo.NewClient(append(slices.Clone(cfg.Opts), kgo.TransactionalID(l.txnID),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(100*time.Millisecond))...)
 	if err != nil {
 		return nil, err
 	}
@@ -110,25 +132,77 @@ func openStoreLog(ctx context.Context, cfg StoreConfig) (*storeLog, error) {
 	return l, nil
 }
 
-// Close releases the client; an open transaction is left to the broker,
-// which aborts it when the next owner starts or its timeout passes.
+// Close stops the leases and releases the client; an open transaction is
+// left to the broker, which aborts it when the next owner starts or its
+// timeout passes.
 func (l *storeLog) Close() error {
+	if l.stopLeases != nil {
+		l.stopLeases()
+		<-l.leasesDone
+	}
 	l.cl.Close()
 	return nil
 }
 
 // Append commits ops in one transaction.
 func (l *storeLog) Append(ops []store.Op) error {
+	recs := make([]*kgo.Record, len(ops))
+	for i, op := range ops {
+		recs[i] = StoreRecord(l.topic, op)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.commit(recs)
+}
+
+// commit runs one transaction of recs, under mu.
+func (l *storeLog) commit(recs []*kgo.Record) error {
 	if l.broken != nil {
 		return l.broken
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.AppendTimeout)
 	defer cancel()
-	recs := make([]*kgo.Record, len(ops))
-	for i, op := range ops {
-		recs[i] = StoreRecord(l.topic, op)
+	err := l.transact(ctx, recs)
+	if err == nil {
+		l.lastCommit = time.Now()
+	} else if errors.Is(err, ErrFenced) && l.cfg.OnFenced != nil {
+		l.fenced.Do(func() { go l.cfg.OnFenced(err) })
 	}
-	return l.transact(ctx, recs)
+	return err
+}
+
+// startLeases commits a lease every LeaseInterval in which nothing else
+// committed (see StoreConfig.OnFenced), until Close.
+func (l *storeLog) startLeases() {
+	ctx, cancel := context.WithCancel(context.Background())
+	l.stopLeases, l.leasesDone = cancel, make(chan struct{})
+	go func() {
+		defer close(l.leasesDone)
+		tick := time.NewTicker(LeaseInterval)
+		defer tick.Stop()
+		for leases := uint64(0); ; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			l.mu.Lock()
+			if l.broken == nil && time.Since(l.lastCommit) >= LeaseInterval {
+				leases++
+				// A lease is a restore point no restore waits for.
+				_ = l.commit([]*kgo.Record{l.pointRecord(append([]byte("lease"), binary.BigEndian.AppendUint64(nil, leases)...))})
+			}
+			broken := l.broken != nil
+			l.mu.Unlock()
+			if broken {
+				return
+			}
+		}
+	}()
+}
+
+func (l *storeLog) pointRecord(token []byte) *kgo.Record {
+	return &kgo.Record{Topic: l.topic, Key: storePointKey, Value: append([]byte{recordFormat}, token...)}
 }
 
 func (l *storeLog) transact(ctx context.Context, recs []*kgo.Record) error {
@@ -167,12 +241,14 @@ func (l *storeLog) breaks(err error) error {
 func (l *storeLog) Restore(apply func(store.Op) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*l.cfg.AppendTimeout)
 	defer cancel()
+	l.mu.Lock()
 	l.restores++
 	point, err := restorePoint(ctx, l.cl, l.txnID, l.restores)
-	if err != nil {
-		return err
+	if err == nil {
+		err = l.commit([]*kgo.Record{l.pointRecord(point)})
 	}
-	if err := l.transact(ctx, []*kgo.Record{{Topic: l.topic, Key: storePointKey, Value: append([]byte{recordFormat}, point...)}}); err != nil {
+	l.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("cluster: restoring %s: writing the restore point: %w", l.topic, err)
 	}
 	return readToRestorePoint(ctx, l.cfg.Opts, l.topic, 0, func(r *kgo.Record) (bool, error) {

@@ -198,3 +198,23 @@ func FuzzDecodeStoreRecord(f *testing.F) {
 		require.Equal(t, value, r.Value)
 	})
 }
+
+// TestIdleStoreOnKafkaLearnsItWasFenced: a host that commits nothing
+// still learns, from its lease, that another host opened the store: its
+// OnFenced is called with ErrFenced, and its store takes no commit.
+func TestIdleStoreOnKafkaLearnsItWasFenced(t *testing.T) {
+	cfg, _ := kafkaStoreConfig(t)
+	fenced := make(chan error, 1)
+	idle := cfg
+	idle.OnFenced = func(err error) { fenced <- err }
+	first := openKafkaStore(t, idle)
+	require.NoError(t, setState(first, "k", "first"))
+	openKafkaStore(t, cfg)
+	select {
+	case err := <-fenced:
+		require.ErrorIs(t, err, cluster.ErrFenced)
+	case <-time.After(30 * cluster.LeaseInterval):
+		t.Fatalf("the idle host was not told within %v that it was fenced", 30*cluster.LeaseInterval)
+	}
+	require.ErrorIs(t, setState(first, "k", "zombie"), cluster.ErrFenced)
+}

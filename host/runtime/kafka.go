@@ -9,10 +9,16 @@ import (
 	"github.com/flowhost/flowhost/host/spec"
 )
 
-// kafkaConnection turns the connection fields of a kafka block at path
-// into the connector's, reading the SASL password from its file or
-// environment variable; its errors point at the field.
+// kafkaConnection is KafkaConnection for a block of the runtime's spec.
 func (r *Runtime) kafkaConnection(path string, c spec.KafkaConnection) (connect.KafkaConnection, error) {
+	return KafkaConnection(r.pipe, path, c)
+}
+
+// KafkaConnection turns the connection fields of pipeline p's kafka block
+// at path into the connector's, reading the SASL password from its file
+// or environment variable and checking the TLS files; its errors point at
+// the field in the spec.
+func KafkaConnection(p *spec.Pipeline, path string, c spec.KafkaConnection) (connect.KafkaConnection, error) {
 	conn := connect.KafkaConnection{Brokers: c.Brokers}
 	if t := c.TLS; t != nil {
 		conn.TLS = &connect.KafkaTLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}
@@ -23,20 +29,20 @@ func (r *Runtime) kafkaConnection(path string, c spec.KafkaConnection) (connect.
 		case s.PasswordFile != "":
 			data, err := os.ReadFile(s.PasswordFile)
 			if err != nil {
-				return conn, r.pipe.ErrorAt(path+".sasl.password_file", "%v", err)
+				return conn, p.ErrorAt(path+".sasl.password_file", "%v", err)
 			}
 			if password = strings.TrimSpace(string(data)); password == "" {
-				return conn, r.pipe.ErrorAt(path+".sasl.password_file", "the password file %s is empty", s.PasswordFile)
+				return conn, p.ErrorAt(path+".sasl.password_file", "the password file %s is empty", s.PasswordFile)
 			}
 		case s.PasswordEnv != "":
 			if password = os.Getenv(s.PasswordEnv); password == "" {
-				return conn, r.pipe.ErrorAt(path+".sasl.password_env", "the environment variable %s holding the password is not set or empty", s.PasswordEnv)
+				return conn, p.ErrorAt(path+".sasl.password_env", "the environment variable %s holding the password is not set or empty", s.PasswordEnv)
 			}
 		}
 		conn.SASL = &connect.KafkaSASL{Mechanism: string(s.Mechanism), Username: s.Username, Password: password}
 	}
 	if _, err := connect.KafkaClientOpts(conn); err != nil {
-		return conn, r.pipe.ErrorAt(path, "%v", err)
+		return conn, p.ErrorAt(path, "%v", err)
 	}
 	return conn, nil
 }

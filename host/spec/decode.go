@@ -454,6 +454,9 @@ func unknownField(key string, info *structInfo) string {
 	if hint := suggest.DidYouMean(key, names); hint != "" {
 		return "unknown field; " + hint
 	}
+	if len(names) == 1 {
+		return "unknown field; expected " + names[0]
+	}
 	return "unknown field; expected one of " + strings.Join(names, ", ")
 }
 

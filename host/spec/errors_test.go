@@ -74,7 +74,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field close to a known one", preamble + "computations:\n  - name: c\n    plugin: p\n    input_streams: [s]\n    »partitons: 2\n",
 			[]string{`computations[0].partitons: unknown field; did you mean "partitions"?`}},
 		{"unknown field far from any", "name: p\n»owner: me\nsources: [{name: in, type: generator, stream: s}]\n",
-			[]string{`owner: unknown field; expected one of name, tenants, streams, sources, computations, sinks, dead_letter, retention`}},
+			[]string{`owner: unknown field; expected one of name, tenants, streams, sources, computations, sinks, dead_letter, retention, cluster`}},
 		{"unknown nested field", preamble + "computations: [{name: c, plugin: p, input_streams: [s], batch: {»rows: 5}}]\n",
 			[]string{`computations[0].batch.rows: unknown field; expected one of max_rows, max_bytes, max_duration`}},
 		{"string for an integer", "name: p\nsources: [{name: in, type: generator, stream: s, partitions: »four}]\n",

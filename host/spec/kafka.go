@@ -301,3 +301,58 @@ func (v *validator) kafkaSink(sinkPath string, s *Sink) {
 		v.errorf(fieldPath(sinkPath, "format"), "a kafka sink writes json (the record with every timestamp and id) or payload (the payload alone); got %s", s.Format)
 	}
 }
+
+// Cluster is the cluster block: where a pipeline's store lives when it is
+// not a data directory.
+type Cluster struct {
+	// Kafka keeps the store on a Kafka cluster: every commit is one
+	// transaction on the compacted topic flowhost.NAME.store, and a host
+	// started on the same spec, on any machine, resumes from it (and
+	// fences the host that ran it before). Required in a cluster block.
+	Kafka *ClusterKafka `yaml:"kafka,omitempty"`
+}
+
+// ClusterKafka is the kafka block of the cluster block.
+type ClusterKafka struct {
+	// Brokers are the host:port addresses to bootstrap from. At least one.
+	Brokers []string `yaml:"brokers,omitempty"`
+	// TLS, when set, connects with TLS.
+	TLS *KafkaTLS `yaml:"tls,omitempty"`
+	// SASL, when set, authenticates.
+	SASL *KafkaSASL `yaml:"sasl,omitempty"`
+	// Replication is the store topic's replication factor when flowhost
+	// creates it; 0 means the brokers' default (default.replication.factor).
+	Replication int `yaml:"replication,omitempty"`
+}
+
+// Connection returns the block's connection settings.
+func (k *ClusterKafka) Connection() KafkaConnection {
+	return KafkaConnection{Brokers: k.Brokers, TLS: k.TLS, SASL: k.SASL}
+}
+
+func (v *validator) cluster() {
+	c := v.p.Cluster
+	if c == nil {
+		return
+	}
+	if c.Kafka == nil {
+		v.errorf("cluster.kafka", "required in a cluster block: the Kafka cluster the pipeline's store lives on, such as {brokers: [\"127.0.0.1:9092\"]}")
+		return
+	}
+	v.kafkaConnection("cluster.kafka", c.Kafka.Connection())
+	if r := c.Kafka.Replication; r < 0 || r > 32767 {
+		v.errorf("cluster.kafka.replication", "expected a replication factor from 1 to 32767, or 0 for the brokers' default; got %d", r)
+	}
+}
+
+// WithCluster sets p's cluster block to c (replacing the spec's, as the
+// CLI's --cluster does) and checks it as Parse checks a spec's.
+func (p *Pipeline) WithCluster(c *Cluster) error {
+	p.Cluster = c
+	v := &validator{p: p}
+	v.cluster()
+	if len(v.errs) > 0 {
+		return v.errs
+	}
+	return nil
+}

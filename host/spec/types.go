@@ -114,6 +114,9 @@ type Pipeline struct {
 	// records (kept for replays with --from) and the logs HTTP sinks
 	// serve resuming subscribers from.
 	Retention Retention `yaml:"retention"`
+	// Cluster, when set, runs the pipeline on a Kafka cluster instead of
+	// a data directory (see [Cluster]).
+	Cluster *Cluster `yaml:"cluster,omitempty"`
 
 	// src maps paths to nodes of the document, for positions in errors.
 	src *source

@@ -51,6 +51,7 @@ func validate(p *Pipeline) ErrorList {
 	v.sinks()
 	v.deadLetter()
 	v.retention()
+	v.cluster()
 	v.httpEndpoints()
 	v.references()
 	v.tenants()
