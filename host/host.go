@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flowhost/flowhost/abi"
 	"github.com/flowhost/flowhost/host/cluster"
@@ -84,6 +85,11 @@ type RunConfig struct {
 	// --cluster kafka --brokers). With a cluster block the run's store is
 	// on Kafka (see cluster.OpenStore) instead of a data directory.
 	Cluster *spec.Cluster
+	// HostID, with a cluster block, makes this host a static member of
+	// the pipeline's hosts group (see cluster.HostsConfig.InstanceID): a
+	// restart with the same id within the session timeout takes the
+	// pipeline back without a failover. Every host needs its own.
+	HostID string
 	// Replay reprocesses sources from positions (see runtime.Replay); it
 	// needs the store.
 	Replay map[string]runtime.Replay
@@ -246,9 +252,13 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 		}
 		var st *store.Store
 		if pipe.Cluster != nil {
-			if st, err = openClusterStore(ctx, pipe, log, stopRun); err != nil {
+			var leave func()
+			if st, leave, err = openClusterStore(ctx, pipe, cfg.HostID, log, stopRun); err != nil {
 				return nil, err
 			}
+			// Deferred before the store's Close, so run after it: the
+			// host leaves the group once its last commit is done.
+			defer leave()
 			summary.StoreTopic = cluster.StoreTopic(pipe.Name)
 		} else {
 			if st, err = OpenStore(pipe, cfg.DataDir); err != nil {
@@ -294,7 +304,7 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 			return nil, err
 		}
 		vc := opview.Config{Pipeline: pipe, Status: rt.Status, Gatherer: reg, Token: listen.Token,
-			StateLookup: stateLookup(cfg, pipe, runStore)}
+			StateLookup: stateLookup(cfg, pipe, runStore), HostID: cfg.HostID}
 		if cfg.LiveTrace > 0 {
 			vc.Trace = rt.RecentDeliveries
 		}
@@ -317,7 +327,7 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	start := time.Now()
 	log.Info("pipeline running", "pipeline", pipe.Name, "spec", cfg.SpecPath, "computations", len(pipe.Computations))
 	err = rt.Run(ctx)
-	if cause := context.Cause(ctx); errors.Is(cause, cluster.ErrFenced) && !errors.Is(err, cluster.ErrFenced) {
+	if cause := context.Cause(ctx); (errors.Is(cause, cluster.ErrFenced) || errors.Is(cause, cluster.ErrLostOwnership)) && !errors.Is(err, cause) {
 		// The run may have drained without a commit to fail, or ended
 		// as a cancelled run does: it still lost its store, and must not
 		// end as if it had completed (ExitCode maps a cancel to 0).
@@ -350,23 +360,59 @@ func checkStoreChoice(pipe *spec.Pipeline, cfg *RunConfig) error {
 	return nil
 }
 
-// openClusterStore opens pipe's store on the Kafka cluster of its cluster
-// block, fencing the host that ran the pipeline before. When another host
-// fences this one, it stops the run with the fencing error as the cause.
-func openClusterStore(ctx context.Context, pipe *spec.Pipeline, log *slog.Logger, stop context.CancelCauseFunc) (*store.Store, error) {
+// openClusterStore joins pipe's hosts group on the Kafka cluster of its
+// cluster block, waits (as a standby) until this host owns the pipeline,
+// and then opens its store, fencing the host that ran it before. When the
+// host loses the pipeline (its session expired) or another host fences
+// it, it stops the run with why as the cause. leave leaves the group;
+// call it after the store's Close.
+func openClusterStore(ctx context.Context, pipe *spec.Pipeline, hostID string, log *slog.Logger, stop context.CancelCauseFunc) (st *store.Store, leave func(), err error) {
 	k := pipe.Cluster.Kafka
 	conn, err := runtime.KafkaConnection(pipe, "cluster.kafka", k.Connection())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts, err := connect.KafkaClientOpts(conn)
 	if err != nil {
-		return nil, pipe.ErrorAt("cluster.kafka", "%v", err)
+		return nil, nil, pipe.ErrorAt("cluster.kafka", "%v", err)
 	}
 	replication := int16(k.Replication)
 	if replication == 0 {
 		replication = -1
 	}
+	hosts, err := cluster.JoinHosts(ctx, cluster.HostsConfig{Pipeline: pipe, Opts: opts, Replication: replication,
+		InstanceID: hostID, SessionTimeout: k.SessionTimeout})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: joining the hosts of pipeline %s on %v: %w", pipe.Name, k.Brokers, err)
+	}
+	log.Info("cluster: joined the pipeline's hosts; waiting to own the pipeline (another host may be running it: this one stands by)",
+		"group", cluster.HostsGroup(pipe.Name), "host_id", hostID)
+	waited := time.Now()
+	select {
+	case <-hosts.Owned():
+	case <-ctx.Done():
+		hosts.Close()
+		return nil, nil, context.Cause(ctx)
+	}
+	log.Info("cluster: this host owns the pipeline", "waited", time.Since(waited).Round(time.Millisecond))
+	go func() {
+		select {
+		case <-hosts.Lost():
+			log.Error("cluster: this host lost the pipeline to another (its session in the hosts' group ended): stopping")
+			stop(cluster.ErrLostOwnership)
+		case <-ctx.Done():
+		}
+	}()
+	if st, err = openOwnedStore(ctx, pipe, opts, replication, log, stop); err != nil {
+		hosts.Close()
+		return nil, nil, err
+	}
+	return st, hosts.Close, nil
+}
+
+// openOwnedStore opens the store of a pipeline this host owns.
+func openOwnedStore(ctx context.Context, pipe *spec.Pipeline, opts []kgo.Opt, replication int16, log *slog.Logger, stop context.CancelCauseFunc) (*store.Store, error) {
+	k := pipe.Cluster.Kafka
 	topic := cluster.StoreTopic(pipe.Name)
 	log.Info("exactly-once: restoring the store from Kafka", "topic", topic, "brokers", k.Brokers)
 	start := time.Now()

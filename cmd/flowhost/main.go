@@ -92,9 +92,11 @@ nothing.
 --cluster kafka --brokers HOST:PORT (or the spec's cluster block, which
 also takes tls and sasl) keeps the store on a Kafka cluster instead: every
 commit is one transaction on the compacted topic flowhost.PIPELINE.store,
-and the run starts by restoring from it. A host started on the same spec,
-on any machine, resumes where the last one committed and fences it: the
-old host's next commit fails, and it stops. See docs/cluster.md.`,
+and the run starts by restoring from it. Hosts started on the same spec,
+on any machines, form the pipeline's hosts group: one runs the pipeline,
+the others stand by, and when the one running it dies a standby takes over
+within the session timeout, resuming where the last commit left. See
+docs/cluster.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelInfo
@@ -193,6 +195,7 @@ old host's next commit fails, and it stops. See docs/cluster.md.`,
 	f.BoolVar(&cfg.EnableStateLookup, "enable-state-lookup", false, "let the operator's API read a key's committed state (/api/v1/state); state may hold personal data")
 	f.StringVar(&clusterKind, "cluster", "", "keep the store on a cluster instead of a data directory: kafka (with --brokers); replaces the spec's cluster block")
 	f.StringSliceVar(&brokers, "brokers", nil, "the Kafka brokers of --cluster kafka, HOST:PORT (repeatable or comma-separated)")
+	f.StringVar(&cfg.HostID, "host-id", "", "with a cluster: this host's static id in the pipeline's hosts group (a restart with the same id within the session timeout takes the pipeline back without a failover); unique per host")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")

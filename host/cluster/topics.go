@@ -23,12 +23,21 @@
 //     messages they cover, and [InputWatermark], a reader's minimum over
 //     the senders of a topic partition.
 //
-// They are the parts of cluster mode that stand on their own, each tested
-// against a Kafka-protocol broker (kfake on 127.0.0.1, or the cluster in
-// FLOWHOST_KAFKA_BROKERS). The runtime's Kafka storage (an implementation
-// of runtime.Storage built on them), the hosts' group membership and the
-// --cluster flag do not exist yet: flowhost runs a pipeline on one host
-// today.
+// What the runtime uses today (flowhost run --cluster kafka, or a spec's
+// cluster block):
+//
+//   - [OpenStore]: a pipeline's whole store on Kafka, a cache in memory of
+//     the compacted topic [StoreTopic], each commit one transaction, the
+//     previous host fenced when it opens;
+//   - [JoinHosts]: the pipeline's hosts group, in which one host owns the
+//     pipeline and the others stand by until it dies.
+//
+// The parts above them (per-partition changelogs and commits, stream
+// topics, the co-partitioning balancer) are the parts of a cluster mode
+// in which hosts share one pipeline's partitions. They stand on their
+// own, each tested against a Kafka-protocol broker (kfake on 127.0.0.1, or
+// the cluster in FLOWHOST_KAFKA_BROKERS), and the runtime does not use
+// them yet: one host runs a pipeline at a time.
 package cluster
 
 import (

@@ -323,6 +323,11 @@ type ClusterKafka struct {
 	// Replication is the store topic's replication factor when flowhost
 	// creates it; 0 means the brokers' default (default.replication.factor).
 	Replication int `yaml:"replication,omitempty"`
+	// SessionTimeout is how long the hosts' group waits for a host that
+	// stopped heartbeating before a standby takes the pipeline over. 0
+	// means 10s; the brokers bound it (group.min.session.timeout.ms, 6 s
+	// by default, and group.max.session.timeout.ms).
+	SessionTimeout time.Duration `yaml:"session_timeout,omitempty"`
 }
 
 // Connection returns the block's connection settings.
@@ -340,6 +345,9 @@ func (v *validator) cluster() {
 		return
 	}
 	v.kafkaConnection("cluster.kafka", c.Kafka.Connection())
+	if c.Kafka.SessionTimeout < 0 {
+		v.errorf("cluster.kafka.session_timeout", "expected a duration above 0, such as 10s; got %v", c.Kafka.SessionTimeout)
+	}
 	if r := c.Kafka.Replication; r < 0 || r > 32767 {
 		v.errorf("cluster.kafka.replication", "expected a replication factor from 1 to 32767, or 0 for the brokers' default; got %d", r)
 	}
