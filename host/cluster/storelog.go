@@ -6,11 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -55,9 +55,11 @@ const LeaseInterval = time.Second
 
 // OpenStore opens pipeline's store on Kafka: every batch the store
 // commits is one Kafka transaction on the compacted topic [StoreTopic],
-// and the store itself is a cache in memory, rebuilt from the topic,
+// and the store itself is a cache, rebuilt from the topic,
 // read_committed, when it opens (Kafka Streams' model of a local store
-// and its changelog). Everything a run on the embedded store keeps on
+// and its changelog). The cache is a pebble store without a WAL in a new
+// temporary directory (os.MkdirTemp), removed by the store's Close (a
+// killed process leaves its directory behind). Everything a run on the embedded store keeps on
 // disk (source records, queues, keyed state, timers, partition metadata,
 // sink positions) is then on the brokers, and a run started on another
 // machine resumes where the last one committed.
@@ -66,15 +68,18 @@ const LeaseInterval = time.Second
 // missing; one with another layout is refused with [ErrLayout]. Opening
 // fences the pipeline's previous host: from then on its commits fail
 // with [ErrFenced], and nothing it writes is visible to a reader.
-//
-// The cache holds the whole store in memory: size the host for the
-// retained source records and the state.
 func OpenStore(ctx context.Context, cfg StoreConfig) (*store.Store, error) {
 	l, err := openStoreLog(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open("/"+cfg.Pipeline.Name, store.Options{FS: vfs.NewMem(), Changelog: l})
+	dir, err := os.MkdirTemp("", "flowhost-store-cache-")
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	l.cacheDir = dir
+	st, err := store.Open(dir, store.Options{Changelog: l})
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +93,8 @@ type storeLog struct {
 	cl    *kgo.Client
 	txnID string
 	topic string
+	// cacheDir holds the store's cache, removed by Close.
+	cacheDir string
 
 	// mu serialises the transactions of commits and leases.
 	mu         sync.Mutex
@@ -110,10 +117,11 @@ func openStoreLog(ctx context.Context, cfg StoreConfig) (*storeLog, error) {
 	name := cfg.Pipeline.Name
 	l := &storeLog{cfg: cfg, txnID: StoreTransactionalID(name), topic: StoreTopic(name)}
 	var err error
-	// A short MetadataMinAge: the topic may just have been created, and
-	// the first commit must not wait kgo's default 5 s to see it.
-	l.cl, err = kgo.NewClient(append(slices.Clone(cfg.Opts), kgo.TransactionalID(l.txnID),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(100*time.Millisecond))...)
+	// A short MetadataMinAge unless the caller sets one: the topic may
+	// just have been created, and the first commit must not wait kgo's
+	// default 5 s to see it.
+	l.cl, err = kgo.NewClient(append(append([]kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond)}, cfg.Opts...),
+		kgo.TransactionalID(l.txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +149,9 @@ func (l *storeLog) Close() error {
 		<-l.leasesDone
 	}
 	l.cl.Close()
+	if l.cacheDir != "" {
+		return os.RemoveAll(l.cacheDir)
+	}
 	return nil
 }
 

@@ -38,14 +38,18 @@ type storageUnderTest struct {
 var kafkaStores atomic.Int64
 
 func storagesUnderTest() []storageUnderTest {
+	var brokers []string // one cluster per test, started by its first open
 	return []storageUnderTest{
 		{"memory", func(testing.TB) (Storage, func() Storage) {
 			s := NewMemoryStorage()
 			return s, func() Storage { return s }
 		}},
 		{"kafka", func(t testing.TB) (Storage, func() Storage) {
+			if brokers == nil {
+				brokers = kafkatest.Brokers(t)
+			}
 			cfg := cluster.StoreConfig{Pipeline: &spec.Pipeline{Name: fmt.Sprintf("storage%d", kafkaStores.Add(1))}, Replication: -1,
-				Opts: []kgo.Opt{kgo.SeedBrokers(kafkatest.Brokers(t)...), kgo.MetadataMinAge(10 * time.Millisecond)}}
+				Opts: []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(10 * time.Millisecond)}}
 			open := func() *store.Store {
 				st, err := cluster.OpenStore(context.Background(), cfg)
 				require.NoError(t, err)

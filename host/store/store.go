@@ -198,6 +198,9 @@ func open(dir string, o Options) (*Store, error) {
 		// lets most of them meet their deletion before a flush, and
 		// single deletes (Batch.Dequeue) then leave nothing to write.
 		MemTableSize: 64 << 20,
+		// The cache of a changelog needs no WAL: the log is the durable
+		// copy, and the cache is rebuilt from it on every Open.
+		DisableWAL: o.Changelog != nil,
 	}
 	for i := range opts.Levels {
 		// Payloads are small and short-lived: compressing them costs more
