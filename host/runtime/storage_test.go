@@ -50,34 +50,26 @@ func storagesUnderTest() []storageUnderTest {
 			}
 			cfg := cluster.StoreConfig{Pipeline: &spec.Pipeline{Name: fmt.Sprintf("storage%d", kafkaStores.Add(1))}, Replication: -1,
 				Opts: []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(10 * time.Millisecond)}}
-			open := func() *store.Store {
-				st, err := cluster.OpenStore(context.Background(), cfg)
-				require.NoError(t, err)
-				return st
-			}
-			cur := open()
-			t.Cleanup(func() { _ = cur.Close() })
-			return newPebbleStorage(cur), func() Storage {
-				require.NoError(t, cur.Close())
-				cur = open()
-				return newPebbleStorage(cur)
-			}
+			return reopenable(t, func() (*store.Store, error) { return cluster.OpenStore(context.Background(), cfg) })
 		}},
 		{"pebble", func(t testing.TB) (Storage, func() Storage) {
 			fs := vfs.NewMem()
-			open := func() *store.Store {
-				st, err := store.Open("/data", store.Options{FS: fs})
-				require.NoError(t, err)
-				return st
-			}
-			cur := open()
-			t.Cleanup(func() { _ = cur.Close() })
-			return newPebbleStorage(cur), func() Storage {
-				require.NoError(t, cur.Close())
-				cur = open()
-				return newPebbleStorage(cur)
-			}
+			return reopenable(t, func() (*store.Store, error) { return store.Open("/data", store.Options{FS: fs}) })
 		}},
+	}
+}
+
+// reopenable opens a store behind the boundary, with the reopen of
+// storageUnderTest: close it, and open it again as a restart does.
+func reopenable(t testing.TB, open func() (*store.Store, error)) (Storage, func() Storage) {
+	cur, err := open()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cur.Close() })
+	return newPebbleStorage(cur), func() Storage {
+		require.NoError(t, cur.Close())
+		cur, err = open()
+		require.NoError(t, err)
+		return newPebbleStorage(cur)
 	}
 }
 
