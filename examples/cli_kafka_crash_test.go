@@ -21,9 +21,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -168,15 +171,17 @@ dead_letter: {type: file, file: {path: dead-letter.jsonl}}
 	return r
 }
 
-func (r *kafkaRun) start(t *testing.T) *liveRun {
+// start starts a life; extra flags come last, so they win over the
+// run's own (such as --metrics-addr "").
+func (r *kafkaRun) start(t *testing.T, extra ...string) *liveRun {
 	t.Helper()
 	r.lives++
 	store := []string{"--data-dir", r.dataDir}
 	if r.storeArgs != nil {
 		store = r.storeArgs
 	}
-	return startFlowhost(t, append(append([]string{"run", "-f", r.spec, "--plugins", env.plugins}, store...),
-		"--metrics-addr", "", "--cache-dir", env.cache)...)
+	args := append(append([]string{"run", "-f", r.spec, "--plugins", env.plugins}, store...), "--metrics-addr", "", "--cache-dir", env.cache)
+	return startFlowhost(t, append(args, extra...)...)
 }
 
 // complete starts a life, waits until the output holds want records and
@@ -476,7 +481,14 @@ func TestCLIStoreOnKafkaFailsOver(t *testing.T) {
 		// The standby starts at once; the kill comes when the output
 		// reaches share, whether or not the standby has joined by then
 		// (a dead owner holds the pipeline until its session times out).
-		standby := r.start(t)
+		standby := r.start(t, "--metrics-addr", "127.0.0.1:0")
+		if i == 0 {
+			// A standby serves its metrics and a status saying it
+			// stands by.
+			addr := standby.waitStderr(t, standingBy)
+			require.Contains(t, httpBody(t, "http://"+addr+"/status"), `"role":"standby"`)
+			require.Contains(t, httpBody(t, "http://"+addr+"/metrics"), "flowhost_cluster_owner 0")
+		}
 		owner.waitFor(t, fmt.Sprintf("host %d: %d outputs", i+1, share), func() bool { return r.watch.count() >= share })
 		require.NotContains(t, standby.log(), "this host owns the pipeline", "the standby took over from a running host")
 		require.NoError(t, owner.cmd.Process.Kill())
@@ -488,6 +500,8 @@ func TestCLIStoreOnKafkaFailsOver(t *testing.T) {
 		standby.waitFor(t, "the standby runs the pipeline", func() bool { return strings.Contains(standby.log(), "pipeline running") })
 		t.Logf("failover %d: owned %v after kill -9, running %v after it (session timeout 6s)", i+1,
 			owned.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
+		addr := standby.waitStderr(t, metricsAddrLine)
+		require.Contains(t, httpBody(t, "http://"+addr+"/metrics"), "flowhost_cluster_owner 1")
 		requireNoPanicIn(t, r.name, owner)
 		owner = standby
 	}
@@ -497,6 +511,20 @@ func TestCLIStoreOnKafkaFailsOver(t *testing.T) {
 	out := readKafkaOutput(t, brokers, r.out)
 	checkOutputs(t, "the run that failed over twice, against the model", w.expected, out)
 	checkOwnIDs(t, "the run that failed over twice", out)
+}
+
+var standingBy = regexp.MustCompile(`"standing by: serving metrics and status" addr=http://([0-9.:]+)/metrics`)
+
+// httpBody is the body of a GET of url, which must answer 200.
+func httpBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s: %s", url, body)
+	return string(body)
 }
 
 // TestCLIKafkaBrokerRestart stops the broker process in the middle of a

@@ -253,7 +253,7 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 		var st *store.Store
 		if pipe.Cluster != nil {
 			var leave func()
-			if st, leave, err = openClusterStore(ctx, pipe, cfg.HostID, log, stopRun); err != nil {
+			if st, leave, err = openClusterStore(ctx, pipe, cfg, reg, log, stopRun); err != nil {
 				return nil, err
 			}
 			// Deferred before the store's Close, so run after it: the
@@ -366,7 +366,11 @@ func checkStoreChoice(pipe *spec.Pipeline, cfg *RunConfig) error {
 // host loses the pipeline (its session expired) or another host fences
 // it, it stops the run with why as the cause. leave leaves the group;
 // call it after the store's Close.
-func openClusterStore(ctx context.Context, pipe *spec.Pipeline, hostID string, log *slog.Logger, stop context.CancelCauseFunc) (st *store.Store, leave func(), err error) {
+//
+// While it stands by, the host serves /metrics (flowhost_cluster_owner is
+// 0, then 1) and a /status saying so on cfg.MetricsAddr, if set.
+func openClusterStore(ctx context.Context, pipe *spec.Pipeline, cfg *RunConfig, reg *prometheus.Registry, log *slog.Logger, stop context.CancelCauseFunc) (st *store.Store, leave func(), err error) {
+	hostID := cfg.HostID
 	k := pipe.Cluster.Kafka
 	conn, err := runtime.KafkaConnection(pipe, "cluster.kafka", k.Connection())
 	if err != nil {
@@ -387,10 +391,23 @@ func openClusterStore(ctx context.Context, pipe *spec.Pipeline, hostID string, l
 	}
 	log.Info("cluster: joined the pipeline's hosts; waiting to own the pipeline (another host may be running it: this one stands by)",
 		"group", cluster.HostsGroup(pipe.Name), "host_id", hostID)
+	owner := prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowhost_cluster_owner",
+		Help: "1 when this host owns the pipeline (runs it), 0 while it stands by in the pipeline's hosts group."})
+	reg.MustRegister(owner)
+	stopStandby := func() {}
+	if cfg.MetricsAddr != "" {
+		if stopStandby, err = serveStandby(pipe, cfg, reg, log); err != nil {
+			hosts.Close()
+			return nil, nil, err
+		}
+	}
 	waited := time.Now()
 	select {
 	case <-hosts.Owned():
+		stopStandby()
+		owner.Set(1)
 	case <-ctx.Done():
+		stopStandby()
 		hosts.Close()
 		return nil, nil, context.Cause(ctx)
 	}
@@ -408,6 +425,44 @@ func openClusterStore(ctx context.Context, pipe *spec.Pipeline, hostID string, l
 		return nil, nil, err
 	}
 	return st, hosts.Close, nil
+}
+
+// StandbyStatus is the /status of a host standing by in its pipeline's
+// hosts group (see docs/cluster.md); a running host serves
+// runtime.Status.
+type StandbyStatus struct {
+	Pipeline string `json:"pipeline"`
+	// Role is "standby".
+	Role  string `json:"role"`
+	Group string `json:"group"`
+	// HostID is the host's --host-id ("" without one).
+	HostID string `json:"host_id"`
+}
+
+// serveStandby serves /metrics and a StandbyStatus at /status on
+// cfg.MetricsAddr, with the metrics server's security, until stop.
+func serveStandby(pipe *spec.Pipeline, cfg *RunConfig, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+	listen, err := cfg.MetricsSecurity.Resolve(cfg.MetricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := listenMetrics(cfg.MetricsAddr, cfg.MetricsFallback, log)
+	if err != nil {
+		return nil, err
+	}
+	status := StandbyStatus{Pipeline: pipe.Name, Role: "standby", Group: cluster.HostsGroup(pipe.Name), HostID: cfg.HostID}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(status)
+	})
+	base, stop := serveHTTP(ln, listen, mux, log, nil)
+	log.Info("standing by: serving metrics and status", "addr", base+"/metrics")
+	if cfg.OnMetricsListen != nil {
+		cfg.OnMetricsListen(ln.Addr().String())
+	}
+	return stop, nil
 }
 
 // openOwnedStore opens the store of a pipeline this host owns.
@@ -906,27 +961,37 @@ func serveMetrics(addr string, fallback bool, g prometheus.Gatherer, status func
 		mux.Handle(SavepointPath, savepoints)
 	}
 	view.Register(mux)
-	srv := &http.Server{Handler: opview.Protect(listen.Token, mux), ReadHeaderTimeout: 5 * time.Second, TLSConfig: listen.TLS}
-	srv.RegisterOnShutdown(view.Close)
-	scheme := "http"
+	base, stop := serveHTTP(ln, listen, mux, log, view.Close)
+	log.Info("serving metrics", "addr", base+"/metrics")
+	log.Info("serving the operator's page", "addr", base+"/")
+	if onListen != nil {
+		onListen(ln.Addr().String())
+	}
+	return stop, nil
+}
+
+// serveHTTP serves h on ln with the metrics address's security (TLS, the
+// bearer token) until stop, which calls onShutdown; base is the URL of
+// the address.
+func serveHTTP(ln net.Listener, listen opview.Listen, h http.Handler, log *slog.Logger, onShutdown func()) (base string, stop func()) {
+	srv := &http.Server{Handler: opview.Protect(listen.Token, h), ReadHeaderTimeout: 5 * time.Second, TLSConfig: listen.TLS}
+	if onShutdown != nil {
+		srv.RegisterOnShutdown(onShutdown)
+	}
+	base = "http://" + ln.Addr().String()
 	if listen.TLS != nil {
-		ln, scheme = tls.NewListener(ln, listen.TLS), "https"
+		ln, base = tls.NewListener(ln, listen.TLS), "https://"+ln.Addr().String()
 	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server", "err", err)
 		}
 	}()
-	log.Info("serving metrics", "addr", scheme+"://"+ln.Addr().String()+"/metrics")
-	log.Info("serving the operator's page", "addr", scheme+"://"+ln.Addr().String()+"/")
-	if onListen != nil {
-		onListen(ln.Addr().String())
-	}
-	return func() {
+	return base, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, nil
+	}
 }
 
 // stateLookup is the API's state lookup of the run: nil unless cfg
