@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -35,6 +36,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flowhost/flowhost/examples/internal/crashload"
@@ -449,14 +451,26 @@ func TestCLIKafkaCrashIsExactlyOnce(t *testing.T) {
 }
 
 // TestCLIStoreOnKafkaFailsOver runs crash-tally with its store on Kafka
-// (a cluster block) on one host, with a second standing by. Once a third
-// of the output is out the running host is killed with SIGKILL: the standby
-// must own the pipeline once the session timeout (6 s) has passed,
-// restore the store and go on; a third host stands by meanwhile, and the
-// second is killed in turn at two thirds. The third completes the run. The output, read
-// read_committed, must hold exactly the model's outputs: nothing lost or
-// doubled in the failovers. The failover times are logged.
+// (a cluster block, session timeout 6 s) on three hosts with static ids:
+// one runs the pipeline, two stand by (the first standby's /status and
+// /metrics must say so). The running host is then killed with SIGKILL 10
+// times, at output counts spread over the run (FLOWHOST_CRASH_SEED draws
+// them):
+//   - after an odd kill it is restarted at once with its --host-id, which
+//     replaces its dead membership (static membership): a host owns the
+//     pipeline again after a rebalance, not after the session timeout;
+//   - after an even kill it stays dead until a standby owns the pipeline,
+//     and then rejoins as a standby.
+//
+// The times until a host owned the pipeline again are logged.
+//
+// A fourth host joins after the fifth kill. No standby may own the
+// pipeline while its owner runs. The output, read read_committed, must
+// hold exactly the model's outputs: nothing lost or doubled.
 func TestCLIStoreOnKafkaFailsOver(t *testing.T) {
+	seed := uint64(envInt(t, "FLOWHOST_CRASH_SEED", 1+rand.IntN(1e9)))
+	t.Logf("seed %d (FLOWHOST_CRASH_SEED=%d repeats it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 0x686f737473))
 	work := t.TempDir()
 	brokers, _ := kafkaCluster(t, filepath.Join(work, "broker"))
 	in := fmt.Sprintf("flowhost-failover-%d", time.Now().UnixNano())
@@ -475,42 +489,113 @@ func TestCLIStoreOnKafkaFailsOver(t *testing.T) {
 	require.NoError(t, f.Close())
 	r.storeArgs = []string{}
 
-	owner := r.start(t)
-	owner.waitFor(t, "the first host owns the pipeline", func() bool { return strings.Contains(owner.log(), "this host owns the pipeline") })
-	for i, share := range []int{total / 3, 2 * total / 3} {
-		// The standby starts at once; the kill comes when the output
-		// reaches share, whether or not the standby has joined by then
-		// (a dead owner holds the pipeline until its session times out).
-		standby := r.start(t, "--metrics-addr", "127.0.0.1:0")
-		if i == 0 {
-			// A standby serves its metrics and a status saying it
-			// stands by.
-			addr := standby.waitStderr(t, standingBy)
-			require.Contains(t, httpBody(t, "http://"+addr+"/status"), `"role":"standby"`)
-			require.Contains(t, httpBody(t, "http://"+addr+"/metrics"), "flowhost_cluster_owner 0")
-		}
-		owner.waitFor(t, fmt.Sprintf("host %d: %d outputs", i+1, share), func() bool { return r.watch.count() >= share })
-		require.NotContains(t, standby.log(), "this host owns the pipeline", "the standby took over from a running host")
-		require.NoError(t, owner.cmd.Process.Kill())
-		killed := time.Now()
-		<-owner.exited
-		t.Logf("host %d killed with %d of %d outputs out", i+1, r.watch.count(), total)
-		standby.waitFor(t, "the standby owns the pipeline", func() bool { return strings.Contains(standby.log(), "this host owns the pipeline") })
-		owned := time.Since(killed)
-		standby.waitFor(t, "the standby runs the pipeline", func() bool { return strings.Contains(standby.log(), "pipeline running") })
-		t.Logf("failover %d: owned %v after kill -9, running %v after it (session timeout 6s)", i+1,
-			owned.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
-		addr := standby.waitStderr(t, metricsAddrLine)
-		require.Contains(t, httpBody(t, "http://"+addr+"/metrics"), "flowhost_cluster_owner 1")
-		requireNoPanicIn(t, r.name, owner)
-		owner = standby
+	const ownsLine = "this host owns the pipeline"
+	hosts := map[string]*liveRun{}
+	start := func(id string) *liveRun {
+		hosts[id] = r.start(t, "--host-id", id, "--metrics-addr", "127.0.0.1:0")
+		return hosts[id]
 	}
-	owner.waitFor(t, "the last host: every output", func() bool { return r.watch.count() >= total })
-	require.NoError(t, owner.cmd.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, owner.waitExit(t), "stderr:\n%s", owner.log())
+	owner := "h1"
+	start(owner).waitFor(t, "h1 owns the pipeline", func() bool { return strings.Contains(hosts["h1"].log(), ownsLine) })
+	standby := start("h2")
+	addr := standby.waitStderr(t, standingBy)
+	require.Contains(t, httpBody(t, "http://"+addr+"/status"), `"role":"standby"`)
+	require.Contains(t, httpBody(t, "http://"+addr+"/metrics"), "flowhost_cluster_owner 0")
+	start("h3")
+
+	const kills = 10
+	var failovers, restarts []string
+	for kill := 1; kill <= kills; kill++ {
+		at := int(0.9 * (float64(kill-1) + rng.Float64()) / kills * float64(total))
+		live := hosts[owner]
+		live.waitFor(t, fmt.Sprintf("kill %d: %d outputs", kill, at), func() bool { return r.watch.count() >= at })
+		require.NoError(t, live.cmd.Process.Kill())
+		killed := time.Now()
+		<-live.exited
+		requireNoPanicIn(t, r.name, live)
+		// After an odd kill the host restarts at once with its id,
+		// which ends its dead life's membership: the group rebalances
+		// without waiting for the session timeout. After an even kill
+		// it stays dead until a standby took over.
+		if kill%2 == 1 {
+			start(owner)
+		}
+		var next string
+		waitOn := hosts[standbyOf(hosts, owner)] // a host that runs: the killed one has exited
+		if kill%2 == 1 {
+			waitOn = hosts[owner]
+		}
+		waitOn.waitFor(t, fmt.Sprintf("kill %d: a host owns the pipeline", kill), func() bool {
+			for id, h := range hosts {
+				if (id != owner || kill%2 == 1) && strings.Contains(h.log(), ownsLine) {
+					next = id
+					return true
+				}
+			}
+			return false
+		})
+		took := time.Since(killed).Round(time.Millisecond)
+		if kill%2 == 1 {
+			restarts = append(restarts, took.String())
+			t.Logf("kill %d of %s at %d outputs, restarted with its id: %s owned the pipeline %v after the kill", kill, owner, at, next, took)
+		} else {
+			failovers = append(failovers, took.String())
+			t.Logf("kill %d of %s at %d outputs, not restarted: %s owned the pipeline %v after the kill", kill, owner, at, next, took)
+			start(owner) // back, as a standby
+		}
+		if next != owner || kill%2 == 0 {
+			addr := hosts[next].waitStderr(t, metricsAddrLine)
+			require.Contains(t, httpBody(t, "http://"+addr+"/metrics"), "flowhost_cluster_owner 1")
+		}
+		owner = next
+		if kill == kills/2 {
+			start("h4") // a host added during the run
+		}
+	}
+	t.Logf("owned again after a restart with the same id: %s", strings.Join(restarts, ", "))
+	t.Logf("owned by a standby after a kill without restart (session timeout 6s): %s", strings.Join(failovers, ", "))
+	hosts[owner].waitFor(t, "every output", func() bool { return r.watch.count() >= total })
+	for id, h := range hosts {
+		require.NoError(t, h.cmd.Process.Signal(syscall.SIGTERM))
+		require.Equal(t, 0, h.waitExit(t), "%s's stderr:\n%s", id, h.log())
+	}
 	out := readKafkaOutput(t, brokers, r.out)
-	checkOutputs(t, "the run that failed over twice, against the model", w.expected, out)
-	checkOwnIDs(t, "the run that failed over twice", out)
+	checkOutputs(t, "the run of hosts that came and went, against the model", w.expected, out)
+	checkOwnIDs(t, "the run of hosts that came and went", out)
+}
+
+// pipeline is the name of the run's pipeline (see newKafkaRun).
+func (r *kafkaRun) pipeline() string { return "kafka-crash-" + r.name }
+
+// waitGroupStable waits until a consumer group is stable with members
+// members, polling the broker.
+func waitGroupStable(t *testing.T, brokers []string, group string, members int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(exitDeadline)
+	for {
+		groups, err := adm.DescribeGroups(context.Background(), group)
+		require.NoError(t, err)
+		g := groups[group]
+		if g.State == "Stable" && len(g.Members) == members {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "group %s: %s with %d members, not Stable with %d", group, g.State, len(g.Members), members)
+		time.Sleep(pollInterval)
+	}
+}
+
+// standbyOf is a host of hosts other than owner (one of the standbys).
+func standbyOf(hosts map[string]*liveRun, owner string) string {
+	for _, id := range slices.Sorted(maps.Keys(hosts)) {
+		if id != owner {
+			return id
+		}
+	}
+	return ""
 }
 
 var standingBy = regexp.MustCompile(`"standing by: serving metrics and status" addr=http://([0-9.:]+)/metrics`)

@@ -86,9 +86,8 @@ type RunConfig struct {
 	// on Kafka (see cluster.OpenStore) instead of a data directory.
 	Cluster *spec.Cluster
 	// HostID, with a cluster block, makes this host a static member of
-	// the pipeline's hosts group (see cluster.HostsConfig.InstanceID): a
-	// restart with the same id within the session timeout takes the
-	// pipeline back without a failover. Every host needs its own.
+	// the pipeline's hosts group (see cluster.HostsConfig.InstanceID).
+	// Every host needs its own.
 	HostID string
 	// Replay reprocesses sources from positions (see runtime.Replay); it
 	// needs the store.

@@ -195,7 +195,7 @@ docs/cluster.md.`,
 	f.BoolVar(&cfg.EnableStateLookup, "enable-state-lookup", false, "let the operator's API read a key's committed state (/api/v1/state); state may hold personal data")
 	f.StringVar(&clusterKind, "cluster", "", "keep the store on a cluster instead of a data directory: kafka (with --brokers); replaces the spec's cluster block")
 	f.StringSliceVar(&brokers, "brokers", nil, "the Kafka brokers of --cluster kafka, HOST:PORT (repeatable or comma-separated)")
-	f.StringVar(&cfg.HostID, "host-id", "", "with a cluster: this host's static id in the pipeline's hosts group (a restart with the same id within the session timeout takes the pipeline back without a failover); unique per host")
+	f.StringVar(&cfg.HostID, "host-id", "", "with a cluster: this host's static id in the pipeline's hosts group (a restart with the same id replaces its old membership at once, so the pipeline goes on without waiting for the session timeout); unique per host")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")

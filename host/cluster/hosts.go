@@ -42,9 +42,13 @@ type HostsConfig struct {
 	// created; -1 is the brokers' default.
 	Replication int16
 	// InstanceID, when set, makes the host a static member of the group:
-	// a host restarted with the same id within the session timeout gets
-	// its ownership back with no rebalance, so a rolling restart moves
-	// nothing. Two running hosts must never share one.
+	// a host restarted with the same id within the session timeout
+	// replaces its old membership as it joins, so the group need not wait
+	// for the old one's session to time out. The rebalance that follows
+	// may give the pipeline to the restarted host or to a standby (the
+	// restarted one reports no ownership the sticky balancer could keep);
+	// a standby's restart moves nothing. Two running hosts must never
+	// share an id.
 	InstanceID string
 	// SessionTimeout is [DefaultSessionTimeout] when 0.
 	SessionTimeout time.Duration
@@ -136,7 +140,7 @@ func (h *Hosts) Owned() <-chan struct{} { return h.owned }
 func (h *Hosts) Lost() <-chan struct{} { return h.lost }
 
 // Close leaves the group (a static member stays in it until its session
-// times out, so that its restart takes the pipeline back).
+// times out, or its restart replaces it).
 func (h *Hosts) Close() {
 	h.stopPoll()
 	<-h.polled

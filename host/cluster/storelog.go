@@ -57,12 +57,12 @@ const LeaseInterval = time.Second
 // commits is one Kafka transaction on the compacted topic [StoreTopic],
 // and the store itself is a cache, rebuilt from the topic,
 // read_committed, when it opens (Kafka Streams' model of a local store
-// and its changelog). The cache is a pebble store without a WAL in a new
-// temporary directory (os.MkdirTemp), removed by the store's Close (a
-// killed process leaves its directory behind). Everything a run on the embedded store keeps on
+// and its changelog). Everything a run on the embedded store keeps on
 // disk (source records, queues, keyed state, timers, partition metadata,
 // sink positions) is then on the brokers, and a run started on another
-// machine resumes where the last one committed.
+// machine resumes where the last one committed. The cache is a pebble
+// store without a WAL in a new temporary directory (os.MkdirTemp),
+// removed by the store's Close (a killed process leaves it behind).
 //
 // The topic is created (one partition, cleanup.policy=compact) when
 // missing; one with another layout is refused with [ErrLayout]. Opening
