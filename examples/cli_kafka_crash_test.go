@@ -16,6 +16,7 @@
 package examples_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -40,6 +41,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flowhost/flowhost/examples/internal/crashload"
+	"github.com/flowhost/flowhost/host/runtime"
+	"github.com/flowhost/flowhost/ordering"
 )
 
 // kafkaCrashPartitions is the input topic's partition count.
@@ -466,7 +469,9 @@ func TestCLIKafkaCrashIsExactlyOnce(t *testing.T) {
 //
 // A fourth host joins after the fifth kill. No standby may own the
 // pipeline while its owner runs. The output, read read_committed, must
-// hold exactly the model's outputs: nothing lost or doubled.
+// hold exactly the model's outputs: nothing lost or doubled. Every life's
+// --trace must keep each key's records of a source partition in offset
+// order.
 func TestCLIStoreOnKafkaFailsOver(t *testing.T) {
 	seed := uint64(envInt(t, "FLOWHOST_CRASH_SEED", 1+rand.IntN(1e9)))
 	t.Logf("seed %d (FLOWHOST_CRASH_SEED=%d repeats it)", seed, seed)
@@ -491,8 +496,11 @@ func TestCLIStoreOnKafkaFailsOver(t *testing.T) {
 
 	const ownsLine = "this host owns the pipeline"
 	hosts := map[string]*liveRun{}
+	var traces []string
 	start := func(id string) *liveRun {
-		hosts[id] = r.start(t, "--host-id", id, "--metrics-addr", "127.0.0.1:0")
+		trace := filepath.Join(r.dir, fmt.Sprintf("trace-%02d-%s.jsonl", len(traces)+1, id))
+		traces = append(traces, trace)
+		hosts[id] = r.start(t, "--host-id", id, "--metrics-addr", "127.0.0.1:0", "--trace", trace)
 		return hosts[id]
 	}
 	owner := "h1"
@@ -562,6 +570,52 @@ func TestCLIStoreOnKafkaFailsOver(t *testing.T) {
 	out := readKafkaOutput(t, brokers, r.out)
 	checkOutputs(t, "the run of hosts that came and went, against the model", w.expected, out)
 	checkOwnIDs(t, "the run of hosts that came and went", out)
+	delivered := 0
+	for _, trace := range traces {
+		delivered += requireLaneOrder(t, trace)
+	}
+	require.GreaterOrEqual(t, delivered, len(w.records), "the lives' traces hold fewer deliveries than the input has records")
+}
+
+// requireLaneOrder checks the derived-message guarantee on one life's
+// --trace and returns its message deliveries: per computation partition,
+// key and source partition, the records reach the computation in the
+// order of their offsets. A life killed with SIGKILL may have left its
+// last line half written: that line is not read.
+func requireLaneOrder(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := bytes.Split(data, []byte("\n"))
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		lines = lines[:len(lines)-1]
+	}
+	type lane struct {
+		part      int
+		key, root string
+	}
+	last := map[lane]uint64{}
+	n := 0
+	for i, line := range lines {
+		if len(line) == 0 {
+			continue
+		}
+		var r runtime.TraceRecord
+		require.NoError(t, json.Unmarshal(line, &r), "%s:%d", path, i+1)
+		if r.Kind != runtime.TraceMessage {
+			continue
+		}
+		n++
+		id, err := ordering.ParseMessageID(r.MessageID)
+		require.NoError(t, err, "%s:%d", path, i+1)
+		root := id.Root()
+		l := lane{r.Partition, r.Key, fmt.Sprintf("%s/p%d", root.Name, root.Partition)}
+		if prev, ok := last[l]; ok {
+			require.Greater(t, root.Seq, prev, "%s:%d: %s after offset %d of the same key and source partition", path, i+1, r.MessageID, prev)
+		}
+		last[l] = root.Seq
+	}
+	return n
 }
 
 // pipeline is the name of the run's pipeline (see newKafkaRun).
