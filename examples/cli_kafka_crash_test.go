@@ -37,7 +37,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flowhost/flowhost/examples/internal/crashload"
@@ -616,30 +615,6 @@ func requireLaneOrder(t *testing.T, path string) int {
 		last[l] = root.Seq
 	}
 	return n
-}
-
-// pipeline is the name of the run's pipeline (see newKafkaRun).
-func (r *kafkaRun) pipeline() string { return "kafka-crash-" + r.name }
-
-// waitGroupStable waits until a consumer group is stable with members
-// members, polling the broker.
-func waitGroupStable(t *testing.T, brokers []string, group string, members int) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	require.NoError(t, err)
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	deadline := time.Now().Add(exitDeadline)
-	for {
-		groups, err := adm.DescribeGroups(context.Background(), group)
-		require.NoError(t, err)
-		g := groups[group]
-		if g.State == "Stable" && len(g.Members) == members {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "group %s: %s with %d members, not Stable with %d", group, g.State, len(g.Members), members)
-		time.Sleep(pollInterval)
-	}
 }
 
 // standbyOf is a host of hosts other than owner (one of the standbys).
