@@ -185,8 +185,9 @@ func Run(ctx context.Context, cfg RunConfig) error {
 // did not start.
 func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	log := cfg.Logger
-	// A store on Kafka that another host took over stops the run with
-	// cluster.ErrFenced as the cause.
+	// A host whose store on Kafka another host took over, or which lost
+	// the pipeline in its hosts group, stops the run with
+	// cluster.ErrFenced or cluster.ErrLostOwnership as the cause.
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	pipe, err := spec.ParseFile(cfg.SpecPath)
@@ -195,7 +196,7 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	}
 	if cfg.Cluster != nil {
 		if err := pipe.WithCluster(cfg.Cluster); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--cluster, --brokers: %w", err)
 		}
 	}
 	if err := checkStoreChoice(pipe, cfg); err != nil {

@@ -306,9 +306,10 @@ func (v *validator) kafkaSink(sinkPath string, s *Sink) {
 // not a data directory.
 type Cluster struct {
 	// Kafka keeps the store on a Kafka cluster: every commit is one
-	// transaction on the compacted topic flowhost.NAME.store, and a host
-	// started on the same spec, on any machine, resumes from it (and
-	// fences the host that ran it before). Required in a cluster block.
+	// transaction on the compacted topic flowhost.NAME.store. Hosts
+	// started on the same spec, on any machines, join its hosts group:
+	// one runs the pipeline, resuming from the topic, and the others stand
+	// by to take over. Required in a cluster block.
 	Kafka *ClusterKafka `yaml:"kafka,omitempty"`
 }
 
