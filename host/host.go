@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -196,7 +197,7 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	}
 	if cfg.Cluster != nil {
 		if err := pipe.WithCluster(cfg.Cluster); err != nil {
-			return nil, fmt.Errorf("--cluster, --brokers: %w", err)
+			return nil, flagErrors("--cluster, --brokers", err)
 		}
 	}
 	if err := checkStoreChoice(pipe, cfg); err != nil {
@@ -341,6 +342,20 @@ func run(ctx context.Context, cfg *RunConfig) (*RunSummary, error) {
 	log.Info("pipeline stopped", "pipeline", pipe.Name, "elapsed", time.Since(start).Round(time.Millisecond), "err", err)
 	summary.Summary, summary.ElapsedNanos = rt.Summary(), int64(time.Since(start))
 	return summary, err
+}
+
+// flagErrors reports the spec errors of a block the command line gave as
+// the flags' errors: the spec's lines do not hold it.
+func flagErrors(flags string, err error) error {
+	var list spec.ErrorList
+	if !errors.As(err, &list) {
+		return fmt.Errorf("%s: %w", flags, err)
+	}
+	msgs := make([]string, len(list))
+	for i, e := range list {
+		msgs[i] = e.Path + ": " + e.Message
+	}
+	return fmt.Errorf("%s: %s", flags, strings.Join(msgs, "; "))
 }
 
 // checkStoreChoice refuses the flags that do not go with where the run's
