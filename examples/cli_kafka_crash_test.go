@@ -507,7 +507,7 @@ func TestCLIStoreOnKafkaFailsOver(t *testing.T) {
 	standby := start("h2")
 	addr := standby.waitStderr(t, standingBy)
 	require.Contains(t, httpBody(t, "http://"+addr+"/status"), `"role":"standby"`)
-	require.Contains(t, httpBody(t, "http://"+addr+"/metrics"), "flowhost_cluster_owner 0")
+	require.Contains(t, httpBody(t, "http://"+addr+"/metrics"), `flowhost_cluster_owner{host_id="h2",pipeline="`+r.pipelineName()+`"} 0`)
 	start("h3")
 
 	const kills = 10
@@ -552,7 +552,7 @@ func TestCLIStoreOnKafkaFailsOver(t *testing.T) {
 		}
 		if next != owner || kill%2 == 0 {
 			addr := hosts[next].waitStderr(t, metricsAddrLine)
-			require.Contains(t, httpBody(t, "http://"+addr+"/metrics"), "flowhost_cluster_owner 1")
+			require.Contains(t, httpBody(t, "http://"+addr+"/metrics"), `flowhost_cluster_owner{host_id="`+next+`",pipeline="`+r.pipelineName()+`"} 1`)
 		}
 		owner = next
 		if kill == kills/2 {
@@ -616,6 +616,9 @@ func requireLaneOrder(t *testing.T, path string) int {
 	}
 	return n
 }
+
+// pipelineName is the name of the run's pipeline (see newKafkaRun).
+func (r *kafkaRun) pipelineName() string { return "kafka-crash-" + r.name }
 
 // standbyOf is a host of hosts other than owner (one of the standbys).
 func standbyOf(hosts map[string]*liveRun, owner string) string {

@@ -407,7 +407,8 @@ func openClusterStore(ctx context.Context, pipe *spec.Pipeline, cfg *RunConfig, 
 	log.Info("cluster: joined the pipeline's hosts; waiting to own the pipeline (another host may be running it: this one stands by)",
 		"group", cluster.HostsGroup(pipe.Name), "host_id", hostID)
 	owner := prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowhost_cluster_owner",
-		Help: "1 when this host owns the pipeline (runs it), 0 while it stands by in the pipeline's hosts group."})
+		Help:        "1 when this host owns the pipeline (runs it), 0 while it stands by in the pipeline's hosts group.",
+		ConstLabels: prometheus.Labels{"pipeline": pipe.Name, "host_id": hostID}})
 	reg.MustRegister(owner)
 	stopStandby := func() {}
 	if cfg.MetricsAddr != "" {
