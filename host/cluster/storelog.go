@@ -281,10 +281,16 @@ var storePointKey = []byte{recordFormat, 0xff}
 // StoreRecord is op as a record of the store topic: the key is the
 // format byte and the store's key; a deletion is a tombstone, and every
 // other value starts with the format byte, so an empty value is not one.
+// The key and value share one allocation, and keep nothing of op.
 func StoreRecord(topic string, op store.Op) *kgo.Record {
-	r := &kgo.Record{Topic: topic, Key: append([]byte{recordFormat}, op.Key...)}
+	n := 1 + len(op.Key)
 	if !op.Delete {
-		r.Value = append([]byte{recordFormat}, op.Value...)
+		n += 1 + len(op.Value)
+	}
+	buf := append(append(make([]byte, 0, n), recordFormat), op.Key...)
+	r := &kgo.Record{Topic: topic, Key: buf[:len(buf):len(buf)]}
+	if !op.Delete {
+		r.Value = append(append(buf[len(buf):], recordFormat), op.Value...)
 	}
 	return r
 }
@@ -292,7 +298,7 @@ func StoreRecord(topic string, op store.Op) *kgo.Record {
 // DecodeStoreRecord reads a record of the store topic (a nil value is a
 // tombstone) back into the store write it holds or, for a restore point,
 // its token, refusing what the store never writes with an error naming
-// the part at fault.
+// the part at fault. The op and the token are slices of key and value.
 func DecodeStoreRecord(key, value []byte) (op store.Op, point []byte, err error) {
 	if len(key) < 2 {
 		return op, nil, fmt.Errorf("record key of %d bytes: a store record's key has a format byte and a store key", len(key))
@@ -307,11 +313,11 @@ func DecodeStoreRecord(key, value []byte) (op store.Op, point []byte, err error)
 		if value == nil {
 			return op, nil, errors.New("a tombstone of the restore point, which is never deleted")
 		}
-		return op, bytes.Clone(value[1:]), nil
+		return op, value[1:], nil
 	}
-	op = store.Op{Key: bytes.Clone(key[1:]), Delete: value == nil}
+	op = store.Op{Key: key[1:], Delete: value == nil}
 	if value != nil {
-		op.Value = bytes.Clone(value[1:])
+		op.Value = value[1:]
 	}
 	return op, nil, nil
 }

@@ -17,17 +17,20 @@ import (
 type Changelog interface {
 	// Restore calls apply for every write the log holds, oldest first, up
 	// to its end as of the call: the writes of every Append that returned
-	// nil, and none of one that returned an error.
+	// nil, and none of one that returned an error. apply copies what it
+	// keeps of an Op.
 	Restore(apply func(Op) error) error
 	// Append writes ops, all or none of them: after an error a Restore
-	// sees none. The store calls it from one goroutine at a time.
+	// sees none. The store calls it from one goroutine at a time. The
+	// ops' bytes are the store's and valid only until Append returns: a
+	// log that keeps them copies them.
 	Append(ops []Op) error
 	// Close releases the log; the store's Close calls it.
 	Close() error
 }
 
 // Op is one write of a committed batch: the key's new value, or its
-// deletion. Key and Value are the log's to keep.
+// deletion.
 type Op struct {
 	Key    []byte
 	Value  []byte
@@ -110,10 +113,12 @@ func (s *Store) appendOps(ops []Op, b *pebble.Batch) ([]Op, error) {
 			return ops, nil
 		}
 		switch kind {
+		// key and value point into the batch, which stays open until
+		// its committer has its answer, after the Append.
 		case pebble.InternalKeyKindSet:
-			ops = append(ops, Op{Key: bytes.Clone(key), Value: bytes.Clone(value)})
+			ops = append(ops, Op{Key: key, Value: value})
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete, pebble.InternalKeyKindDeleteSized:
-			ops = append(ops, Op{Key: bytes.Clone(key), Delete: true})
+			ops = append(ops, Op{Key: key, Delete: true})
 		case pebble.InternalKeyKindRangeDelete:
 			if ops, err = s.appendRangeDelete(ops, key, value); err != nil {
 				return ops, err

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -44,7 +45,11 @@ func (l *memLog) Append(ops []Op) error {
 		l.failNext = false
 		return errors.New("broker unreachable")
 	}
-	l.appends = append(l.appends, ops)
+	kept := make([]Op, len(ops))
+	for i, op := range ops {
+		kept[i] = Op{Key: bytes.Clone(op.Key), Value: bytes.Clone(op.Value), Delete: op.Delete}
+	}
+	l.appends = append(l.appends, kept)
 	return nil
 }
 
