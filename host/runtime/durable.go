@@ -17,35 +17,47 @@ import (
 // TaskId before it is handed over, and recovery hands every destination's
 // queue back in the order it was queued.
 type sender struct {
-	id    ordering.Sender
-	tasks map[string]uint64 // last TaskId per destination (its dest key)
-	// copies holds the keyed copies sent to each partition, one slab per
-	// destination so that each is drained in the order it was filled.
-	copies map[*partition]*slab[ordering.Message]
-	keys   keys.Interner // the keys this sender computed
+	id ordering.Sender
+	// routes holds, per destination (its dest key), the last TaskId given
+	// and the keyed copies sent there, one slab per destination so that
+	// each is drained in the order it was filled: one map lookup per
+	// delivery.
+	routes map[string]*route
+	tasks  map[string]uint64 // the last TaskIds as stored, filled by storedTasks
+	keys   keys.Interner     // the keys this sender computed
+}
+
+// route is a sender's side of one destination.
+type route struct {
+	task   uint64
+	copies slab[ordering.Message]
 }
 
 func newSender(id ordering.Sender, last map[string]uint64) *sender {
-	s := &sender{id: id, tasks: map[string]uint64{}, copies: map[*partition]*slab[ordering.Message]{}}
+	s := &sender{id: id, routes: make(map[string]*route, len(last)), tasks: make(map[string]uint64, len(last))}
 	for d, t := range last {
-		s.tasks[d] = t
+		s.routes[d] = &route{task: t}
 	}
 	return s
 }
 
-// copyFor returns a new message to be sent to part.
-func (s *sender) copyFor(part *partition) *ordering.Message {
-	sl := s.copies[part]
-	if sl == nil {
-		sl = &slab[ordering.Message]{}
-		s.copies[part] = sl
+func (s *sender) route(dest string) *route {
+	r := s.routes[dest]
+	if r == nil {
+		r = &route{}
+		s.routes[dest] = r
 	}
-	return sl.next()
+	return r
 }
 
-func (s *sender) next(dest string) ordering.TaskID {
-	s.tasks[dest]++
-	return ordering.TaskID(s.tasks[dest])
+// storedTasks returns the last TaskId per destination, for the store. The
+// map is the sender's, refilled by every call: the storage keeps nothing of
+// it (StorageBatch.SetRead, SetPartition).
+func (s *sender) storedTasks() map[string]uint64 {
+	for d, r := range s.routes {
+		s.tasks[d] = r.task
+	}
+	return s.tasks
 }
 
 // delivery is one message for one destination: a computation partition
@@ -75,15 +87,19 @@ func (r *Runtime) plan(ctx context.Context, snd *sender, m *ordering.Message, ds
 			continue
 		}
 		part := c.parts[ordering.PartitionOf(key, len(c.parts))]
-		cp := snd.copyFor(part)
+		rt := snd.route(part.destKey)
+		rt.task++
+		cp := rt.copies.next()
 		*cp = *m
 		cp.Key = key
-		cp.Task = snd.next(part.destKey)
+		cp.Task = ordering.TaskID(rt.task)
 		ds = append(ds, delivery{part: part, task: cp.Task, m: cp})
 	}
 	// A sink's record is formatted by the sink's goroutine (sinkRunner.run).
 	for _, sk := range s.sinks {
-		ds = append(ds, delivery{sink: sk, task: snd.next(sk.destKey), m: m})
+		rt := snd.route(sk.destKey)
+		rt.task++
+		ds = append(ds, delivery{sink: sk, task: ordering.TaskID(rt.task), m: m})
 	}
 	return ds, nil
 }

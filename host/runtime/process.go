@@ -167,7 +167,7 @@ func (p *partition) callUntilTimersFit(ctx context.Context, b *ordering.Batch, w
 // timerCut returns where the first timer resp sets inside b would fall
 // (an index into p.cutMsgs); ok is false when none does.
 func (p *partition) timerCut(b *ordering.Batch, resp *abi.Response) (int, bool) {
-	if len(p.cutMsgs) == 0 {
+	if len(p.cutMsgs) == 0 || !setsTimers(resp) {
 		return 0, false
 	}
 	first := map[string]int{}
@@ -196,6 +196,17 @@ func (p *partition) timerCut(b *ordering.Batch, resp *abi.Response) (int, bool) 
 		}
 	}
 	return cut, found
+}
+
+// setsTimers reports whether any key the response applies sets a timer:
+// only then can a batch need cutting.
+func setsTimers(resp *abi.Response) bool {
+	for i := range resp.Keys {
+		if resp.Keys[i].Error == "" && len(resp.Keys[i].TimersSet) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // shorten gives the messages of the current batch from index cut on back
@@ -273,7 +284,7 @@ func (p *partition) commitEpoch(ep *epoch, b *ordering.Batch) error {
 		OutSeq: p.outSeq,
 		Clock:  p.clock.Last(),
 		Out:    store.Watermarks{Event: p.outWM.Load(), System: p.outSysWM.Load()},
-		Tasks:  p.snd.tasks,
+		Tasks:  p.snd.storedTasks(),
 	}
 	if p.metaBias == nil {
 		p.metaBias = make(map[string]int64, len(c.spec.InputStreams))
@@ -431,16 +442,16 @@ func (p *partition) setMessageIDs(b *ordering.Batch, req *abi.Request) {
 func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, resp *abi.Response, failedKey func(kb *ordering.KeyBatch, err error, quota bool) error) error {
 	c := p.comp
 	r := c.rt
-	keyIndex := make(map[string]int, len(b.Keys))
-	for i := range b.Keys {
-		keyIndex[b.Keys[i].Key] = i
-	}
+	inBatch := batchKeys{b: b}
 	commit := &ep.commit
 	earlier := ep.applied > 0
+	// One clock reading stamps every output of the response: they were
+	// created by one call.
+	now := p.clock.Now()
 	ep.applied++
 	for i := range resp.Keys {
 		rk := &resp.Keys[i]
-		kb := &b.Keys[keyIndex[rk.Key]]
+		kb := inBatch.find(rk.Key)
 		if rk.Error != "" {
 			kerr := fmt.Errorf("computation %q (plugin %q) failed key %q: %s", c.spec.Name, c.spec.Plugin, rk.Key, rk.Error)
 			if err := failedKey(kb, kerr, false); err != nil {
@@ -499,7 +510,7 @@ func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, res
 			commit.TimersSet = append(commit.TimersSet, kept)
 		}
 		for e := range rk.Emits {
-			m := p.derive(kb, &rk.Emits[e])
+			m := p.derive(kb, &rk.Emits[e], now)
 			ep.outs = append(ep.outs, m)
 			var err error
 			if ep.ds, err = r.plan(ctx, p.snd, m, ep.ds); err != nil {
@@ -510,10 +521,33 @@ func (p *partition) apply(ctx context.Context, ep *epoch, b *ordering.Batch, res
 	return nil
 }
 
+// batchKeys finds a validated response's keys in its batch. A guest
+// answers in the request's order as a rule, so the next key is tried
+// first; the index is built only for a response out of that order.
+type batchKeys struct {
+	b      *ordering.Batch
+	cursor int
+	index  map[string]int
+}
+
+func (k *batchKeys) find(key string) *ordering.KeyBatch {
+	if k.index == nil && k.cursor < len(k.b.Keys) && k.b.Keys[k.cursor].Key == key {
+		k.cursor++
+		return &k.b.Keys[k.cursor-1]
+	}
+	if k.index == nil {
+		k.index = make(map[string]int, len(k.b.Keys))
+		for i := range k.b.Keys {
+			k.index[k.b.Keys[i].Key] = i
+		}
+	}
+	return &k.b.Keys[k.index[key]]
+}
+
 // derive builds a derived message and stamps it: the guest chose stream,
 // payload, key, parents and perhaps EventTimestamp; the host assigns the
 // rest by the ordering rules.
-func (p *partition) derive(kb *ordering.KeyBatch, e *abi.Emit) *ordering.Message {
+func (p *partition) derive(kb *ordering.KeyBatch, e *abi.Emit, now int64) *ordering.Message {
 	c := p.comp
 	nt := len(kb.Timers)
 	nParents := nt + len(kb.Messages)
@@ -574,7 +608,7 @@ func (p *partition) derive(kb *ordering.KeyBatch, e *abi.Emit) *ordering.Message
 	if e.EventTimestamp != nil {
 		ev = *e.EventTimestamp
 	}
-	out.Time = ordering.TransformOutput(p.clock.Now(), parentTimes, ev, e.EventTimestamp != nil)
+	out.Time = ordering.TransformOutput(now, parentTimes, ev, e.EventTimestamp != nil)
 	out.ID = ordering.TransformID(c.spec.Name, int32(p.index), p.outSeq)
 	p.outSeq++
 	return out

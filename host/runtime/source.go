@@ -783,7 +783,7 @@ func (src *sourceStream) deliverGroup(work context.Context, group []routed, ds [
 		next[g.part] = max(next[g.part], g.m.ID.Root().Seq+1)
 	}
 	for part, n := range next {
-		b.SetRead(name, part, store.ReadPosition{Next: n, Tasks: src.parts[part].snd.tasks})
+		b.SetRead(name, part, store.ReadPosition{Next: n, Tasks: src.parts[part].snd.storedTasks()})
 	}
 	src.mu.Lock()
 	src.storedWM = src.watermarksToStoreLocked(group)
