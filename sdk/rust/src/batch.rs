@@ -1,7 +1,7 @@
 use std::fmt;
 use std::panic::Location;
 
-use crate::envelope::{DueTimer, EmitOut, MessageIn, Request, RequestKey, Response, ResponseKey, TimerOut};
+use crate::envelope::{DueTimer, EmitOut, Emits, MessageIn, Parents, Payload, Request, RequestKey, Response, ResponseKey, TimerOut};
 use crate::params::go_quote;
 use crate::Error;
 
@@ -61,6 +61,33 @@ pub struct BatchInfo<'a> {
     epoch: u64,
     watermarks: Watermarks,
     outputs: &'a [String],
+    request: Envelope<'a>,
+}
+
+/// The request envelope a batch was decoded from: a payload emitted as it
+/// came is encoded from it rather than copied.
+#[derive(Clone, Copy)]
+struct Envelope<'a>(&'a [u8]);
+
+impl fmt::Debug for Envelope<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} bytes", self.0.len())
+    }
+}
+
+impl Envelope<'_> {
+    /// The payload of an emit: the place of its bytes when they are the
+    /// envelope's (a pointer comparison, no unsafe code), its own bytes
+    /// otherwise.
+    fn payload(&self, p: impl IntoBytes) -> Payload {
+        if let Some(b) = p.borrowed() {
+            let (base, at) = (self.0.as_ptr() as usize, b.as_ptr() as usize);
+            if at >= base && at + b.len() <= base + self.0.len() {
+                return Payload::Request(at - base..at - base + b.len());
+            }
+        }
+        Payload::Owned(p.into_bytes())
+    }
 }
 
 impl<'a> BatchInfo<'a> {
@@ -107,7 +134,7 @@ pub struct Batch<'a> {
 }
 
 impl<'a> Batch<'a> {
-    pub(crate) fn new(req: &'a Request<'a>, kind: Kind, outputs: &'a [String]) -> Self {
+    pub(crate) fn new(req: &'a Request<'a>, envelope: &'a [u8], kind: Kind, outputs: &'a [String]) -> Self {
         Batch {
             info: BatchInfo {
                 computation: req.computation.0,
@@ -116,6 +143,7 @@ impl<'a> Batch<'a> {
                 epoch: req.epoch,
                 watermarks: Watermarks { event: req.watermarks.event, system: req.watermarks.system },
                 outputs,
+                request: Envelope(envelope),
             },
             inputs: &req.keys,
             outs: req.keys.iter().map(|_| KeyOut::default()).collect(),
@@ -214,7 +242,7 @@ impl<'a> Batch<'a> {
             .inputs
             .iter()
             .zip(&self.outs)
-            .filter_map(|(input, out)| out.response(input.key.0))
+            .filter_map(|(input, out)| out.response(input.key.0, &self.info))
             .collect();
         Response { keys, error: None }
     }
@@ -265,10 +293,10 @@ impl KeyOut {
     }
 
     /// The key's response entry, or None when it has nothing to report.
-    fn response<'o>(&'o self, key: &'o str) -> Option<ResponseKey<'o>> {
+    fn response<'o>(&'o self, key: &'o str, info: &'o BatchInfo<'o>) -> Option<ResponseKey<'o>> {
         let mut r = ResponseKey {
             key,
-            emits: &[],
+            emits: Emits { emits: &[], outputs: info.outputs, request: info.request.0 },
             error: None,
             state: None,
             state_op: 0,
@@ -282,7 +310,7 @@ impl KeyOut {
         if self.emits.is_empty() && self.timers_set.is_empty() && self.timers_cancel.is_empty() && self.state_op == 0 {
             return None;
         }
-        r.emits = &self.emits;
+        r.emits.emits = &self.emits;
         r.state_op = self.state_op;
         if self.state_op == STATE_REPLACE {
             r.state = Some(&self.state);
@@ -379,22 +407,23 @@ impl<'b> Key<'b> {
     pub fn emit(&mut self, stream: &str, payload: impl IntoBytes) -> EmitBuilder<'_> {
         let at = Location::caller();
         let inputs = self.inputs();
-        let declared = self.info.outputs.iter().any(|s| s == stream);
-        if !declared {
+        let declared = self.info.outputs.iter().position(|s| s == stream);
+        if let Some(stream) = declared {
+            self.out.emits.push(EmitOut {
+                key: String::new(),
+                stream,
+                parents: None,
+                payload: self.info.request.payload(payload),
+                event_ts: None,
+            });
+        } else {
             let list = self.info.outputs.join(", ");
             self.out.misused(
                 format!("emit to {}, which is not a declared output stream (declared: {list})", go_quote(stream)),
                 at,
             );
-        } else {
-            self.out.emits.push(EmitOut {
-                key: String::new(),
-                stream: stream.to_string(),
-                parents: None,
-                payload: payload.into_bytes(),
-                event_ts: None,
-            });
         }
+        let declared = declared.is_some();
         EmitBuilder { out: &mut *self.out, key: self.input.key.0, inputs, active: declared }
     }
 
@@ -631,14 +660,14 @@ impl<'k> EmitBuilder<'k> {
         let (n, key) = (self.inputs, self.key);
         let mut problem = None;
         if let Some(e) = self.emit() {
-            let parents = e.parents.get_or_insert_with(Vec::new);
+            let parents = e.parents.get_or_insert_with(Parents::default);
             for p in inputs {
                 let i = p.input_index();
                 if i >= n {
                     problem.get_or_insert(format!("parent {i}: key {} has {n} inputs", go_quote(key)));
                     continue;
                 }
-                if !parents.contains(&(i as u32)) {
+                if !parents.contains(i as u32) {
                     parents.push(i as u32);
                 }
             }
@@ -694,6 +723,14 @@ impl TimerBuilder<'_> {
 pub trait IntoBytes {
     /// The bytes.
     fn into_bytes(self) -> Vec<u8>;
+
+    /// The bytes when they are borrowed: an emit of bytes borrowed from
+    /// the request (a message's payload) encodes them from there instead
+    /// of copying them.
+    #[doc(hidden)]
+    fn borrowed(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 impl IntoBytes for Vec<u8> {
@@ -706,11 +743,19 @@ impl IntoBytes for &Vec<u8> {
     fn into_bytes(self) -> Vec<u8> {
         self.clone()
     }
+
+    fn borrowed(&self) -> Option<&[u8]> {
+        Some(self)
+    }
 }
 
 impl IntoBytes for &[u8] {
     fn into_bytes(self) -> Vec<u8> {
         self.to_vec()
+    }
+
+    fn borrowed(&self) -> Option<&[u8]> {
+        Some(self)
     }
 }
 
@@ -724,6 +769,10 @@ impl<const N: usize> IntoBytes for &[u8; N] {
     fn into_bytes(self) -> Vec<u8> {
         self.to_vec()
     }
+
+    fn borrowed(&self) -> Option<&[u8]> {
+        Some(&self[..])
+    }
 }
 
 impl IntoBytes for String {
@@ -736,10 +785,18 @@ impl IntoBytes for &String {
     fn into_bytes(self) -> Vec<u8> {
         self.as_bytes().to_vec()
     }
+
+    fn borrowed(&self) -> Option<&[u8]> {
+        Some(self.as_bytes())
+    }
 }
 
 impl IntoBytes for &str {
     fn into_bytes(self) -> Vec<u8> {
         self.as_bytes().to_vec()
+    }
+
+    fn borrowed(&self) -> Option<&[u8]> {
+        Some(self.as_bytes())
     }
 }

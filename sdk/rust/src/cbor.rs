@@ -56,6 +56,10 @@ struct Reader<'a> {
 
 const INDEFINITE: u8 = 31;
 
+/// The number of keys up to which a map's keys are checked for repeats
+/// without allocating.
+const SMALL_MAP: usize = 16;
+
 impl<'a> Reader<'a> {
     fn byte(&mut self) -> Result<u8, String> {
         let b = *self.data.get(self.pos).ok_or_else(|| self.truncated())?;
@@ -136,22 +140,40 @@ impl<'a> Reader<'a> {
     }
 
     fn map(&mut self, n: u64, depth: usize, at: usize) -> Result<(), String> {
-        let mut keys: Vec<&'a [u8]> = Vec::new();
-        for _ in 0..n {
+        // The envelope's maps are small: their keys are compared on the
+        // stack, pair by pair, and only a large map's are sorted in a Vec.
+        let mut few: [&'a [u8]; SMALL_MAP] = [&[]; SMALL_MAP];
+        let mut many: Vec<&'a [u8]> = Vec::new();
+        for i in 0..n {
             let key_at = self.pos;
             if !self.lenient && self.data.get(key_at).map(|b| b >> 5) != Some(3) {
                 return Err(format!("map key at byte {key_at} is not a text string"));
             }
             self.item(depth + 1)?;
-            keys.push(&self.data[key_at..self.pos]);
+            let key = &self.data[key_at..self.pos];
+            if i < SMALL_MAP as u64 {
+                few[i as usize] = key;
+            } else {
+                if many.is_empty() {
+                    many.extend_from_slice(&few);
+                }
+                many.push(key);
+            }
             self.item(depth + 1)?;
         }
-        if !self.lenient && keys.len() > 1 {
-            keys.sort_unstable();
-            if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
-                let name = String::from_utf8_lossy(w[0].get(1..).unwrap_or_default());
-                return Err(format!("map at byte {at} repeats the key {name:?}"));
-            }
+        if self.lenient {
+            return Ok(());
+        }
+        let repeated = if many.is_empty() {
+            let keys = &few[..n as usize];
+            keys.iter().enumerate().find_map(|(i, k)| keys[..i].contains(k).then_some(*k))
+        } else {
+            many.sort_unstable();
+            many.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
+        };
+        if let Some(k) = repeated {
+            let name = String::from_utf8_lossy(k.get(1..).unwrap_or_default());
+            return Err(format!("map at byte {at} repeats the key {name:?}"));
         }
         Ok(())
     }
@@ -219,6 +241,23 @@ mod tests {
         for (data, want) in cases {
             let err = check_envelope(data).expect_err(want);
             assert!(err.contains(want), "{data:x?}: got {err:?}, want {want:?}");
+        }
+    }
+
+    #[test]
+    fn finds_repeated_keys_in_small_and_large_maps() {
+        // A map of n one-letter keys a, b, c, ..., the last replaced by `last`.
+        let map = |n: u8, last: u8| {
+            let mut v = vec![0xb8, n];
+            for i in 0..n {
+                v.extend_from_slice(&[0x61, if i == n - 1 { last } else { b'a' + i }, 0x01]);
+            }
+            v
+        };
+        for n in [2, 16, 17, 40] {
+            assert_eq!(check_envelope(&map(n, b'a' + n - 1)), Ok(()), "{n} distinct keys");
+            let err = check_envelope(&map(n, b'a')).unwrap_err();
+            assert!(err.contains("repeats the key \"a\""), "{n} keys: {err}");
         }
     }
 

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, Deserializer, Visitor};
+use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Deserialize, Serialize, Serializer};
 
 /// A text string borrowed from the envelope. Unlike `&str`, it refuses a
@@ -151,8 +152,8 @@ pub(crate) struct Response<'a> {
 #[derive(Serialize)]
 pub(crate) struct ResponseKey<'a> {
     pub key: &'a str,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    pub emits: &'a [EmitOut],
+    #[serde(skip_serializing_if = "Emits::is_empty")]
+    pub emits: Emits<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "some_bytes")]
@@ -165,19 +166,129 @@ pub(crate) struct ResponseKey<'a> {
     pub timers_cancel: &'a [i64],
 }
 
+/// A key's emits as they are encoded: an emit names its stream by its
+/// index in the computation's output streams, and a payload borrowed from
+/// the request by its place in the request envelope, so that emitting
+/// copies neither.
+#[derive(Clone, Copy)]
+pub(crate) struct Emits<'a> {
+    pub emits: &'a [EmitOut],
+    pub outputs: &'a [String],
+    pub request: &'a [u8],
+}
+
+impl Emits<'_> {
+    fn is_empty(&self) -> bool {
+        self.emits.is_empty()
+    }
+}
+
+impl Serialize for Emits<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.emits.len()))?;
+        for e in self.emits {
+            seq.serialize_element(&EmitView { e, emits: self })?;
+        }
+        seq.end()
+    }
+}
+
+struct EmitView<'e, 'a> {
+    e: &'e EmitOut,
+    emits: &'e Emits<'a>,
+}
+
 /// One emit. Fields in canonical order: key, stream, parents, payload,
 /// event_ts.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+impl Serialize for EmitView<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let e = self.e;
+        let fields = 2 + usize::from(!e.key.is_empty()) + usize::from(e.parents.is_some()) + usize::from(e.event_ts.is_some());
+        let mut st = s.serialize_struct("EmitOut", fields)?;
+        if !e.key.is_empty() {
+            st.serialize_field("key", &e.key)?;
+        }
+        st.serialize_field("stream", &self.emits.outputs[e.stream])?;
+        if let Some(p) = &e.parents {
+            st.serialize_field("parents", p.as_slice())?;
+        }
+        let payload: &[u8] = match &e.payload {
+            Payload::Owned(v) => v,
+            Payload::Request(r) => &self.emits.request[r.clone()],
+        };
+        st.serialize_field("payload", &ByteString(payload))?;
+        if let Some(ts) = &e.event_ts {
+            st.serialize_field("event_ts", ts)?;
+        }
+        st.end()
+    }
+}
+
+/// A byte string for serde, which writes `[u8]` as an array of numbers.
+struct ByteString<'a>(&'a [u8]);
+
+impl Serialize for ByteString<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
+}
+
+/// One emit of a key.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct EmitOut {
-    #[serde(skip_serializing_if = "String::is_empty")]
     pub key: String,
-    pub stream: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parents: Option<Vec<u32>>,
-    #[serde(serialize_with = "bytes")]
-    pub payload: Vec<u8>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The index of its stream in the computation's output streams.
+    pub stream: usize,
+    pub parents: Option<Parents>,
+    pub payload: Payload,
     pub event_ts: Option<i64>,
+}
+
+/// An emit's payload: its own bytes, or bytes of the request envelope (a
+/// message's payload emitted as it came), named by their place.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Payload {
+    Owned(Vec<u8>),
+    Request(std::ops::Range<usize>),
+}
+
+/// An emit's parents, in the order named; the first two need no
+/// allocation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Parents {
+    inline: [u32; 2],
+    len: usize,
+    spilled: Vec<u32>,
+}
+
+impl Parents {
+    pub fn as_slice(&self) -> &[u32] {
+        if self.spilled.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.spilled
+        }
+    }
+
+    pub fn push(&mut self, v: u32) {
+        if !self.spilled.is_empty() {
+            self.spilled.push(v);
+        } else if self.len < self.inline.len() {
+            self.inline[self.len] = v;
+            self.len += 1;
+        } else {
+            self.spilled.extend_from_slice(&self.inline);
+            self.spilled.push(v);
+        }
+    }
+
+    pub fn contains(&self, v: u32) -> bool {
+        self.as_slice().contains(&v)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
 }
 
 /// One `timers_set` entry. Fields in canonical order: payload, event_ts,
@@ -219,19 +330,52 @@ mod tests {
     }
 
     #[test]
+    fn a_payload_borrowed_from_the_request_encodes_as_its_copy() {
+        let request = b"..payload..";
+        let outputs = ["out".to_string()];
+        let one = |payload| {
+            let emits = [EmitOut { key: String::new(), stream: 0, parents: None, payload, event_ts: None }];
+            encode(&Emits { emits: &emits, outputs: &outputs, request })
+        };
+        let borrowed = one(Payload::Request(2..9));
+        assert_eq!(borrowed, one(Payload::Owned(b"payload".to_vec())));
+        assert_eq!(borrowed, b"\x81\xa2\x66stream\x63out\x67payload\x47payload".to_vec());
+    }
+
+    #[test]
+    fn parents_keep_their_order_past_the_inline_ones() {
+        let mut p = Parents::default();
+        assert!(p.is_empty());
+        for v in [7, 3, 9, 1] {
+            assert!(!p.contains(v));
+            p.push(v);
+            assert!(p.contains(v));
+        }
+        assert_eq!(p.as_slice(), &[7, 3, 9, 1]);
+        let mut two = Parents::default();
+        two.push(5);
+        two.push(4);
+        assert_eq!(two.as_slice(), &[5, 4]);
+    }
+
+    #[test]
     fn encodes_canonically() {
+        let mut parents = Parents::default();
+        parents.push(0);
+        parents.push(300);
         let emits = [EmitOut {
             key: "k".into(),
-            stream: "s".into(),
-            parents: Some(vec![0, 300]),
-            payload: b"p".to_vec(),
+            stream: 1,
+            parents: Some(parents),
+            payload: Payload::Owned(b"p".to_vec()),
             event_ts: Some(-1000),
         }];
+        let outputs = ["r".to_string(), "s".to_string()];
         let timers = [TimerOut { payload: vec![], event_ts: None, trigger_ts: 24 }];
         let resp = Response {
             keys: vec![ResponseKey {
                 key: "a",
-                emits: &emits,
+                emits: Emits { emits: &emits, outputs: &outputs, request: &[] },
                 error: None,
                 state: Some(b""),
                 state_op: 1,

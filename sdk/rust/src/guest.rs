@@ -71,7 +71,7 @@ impl Guest {
             log(Level::Error, &format!("flowhost: request of unknown kind {:?}", req.kind.0));
             Status::BadRequest
         })?;
-        let mut batch = Batch::new(&req, kind, &self.outputs);
+        let mut batch = Batch::new(&req, envelope, kind, &self.outputs);
         let result = self.computation.process(&mut batch);
         if let Some(misuse) = batch.misuse() {
             log(Level::Error, misuse);
