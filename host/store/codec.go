@@ -27,6 +27,18 @@ const (
 	// partition, offset, key, event, system, write, alignment. Its
 	// payload is the source record's, read back from the source log.
 	codecSourceRefV1 byte = 0x03
+
+	// The V2 layouts are the V1 layouts with the timestamps written as
+	// the write timestamp, then event, system and alignment as their
+	// differences from it (wrapping, so every value round-trips). The
+	// write, system and alignment timestamps are all host clock readings
+	// close to each other, and so is a live event timestamp: a
+	// difference takes 1-4 bytes where a timestamp takes 9. What is
+	// written is V2; V1 values, in data directories written before, are
+	// read as they are.
+	codecRecordV2    byte = 0x04
+	codecMessageV2   byte = 0x05
+	codecSourceRefV2 byte = 0x06
 )
 
 // errCodec is wrapped by every decoding error of a compact value; callers
@@ -43,17 +55,18 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// appendTimes appends t in the V2 layout.
 func appendTimes(b []byte, t ordering.Timestamps) []byte {
-	b = binary.AppendVarint(b, t.Event)
-	b = binary.AppendVarint(b, t.System)
 	b = binary.AppendVarint(b, t.Write)
-	return binary.AppendVarint(b, t.Alignment)
+	b = binary.AppendVarint(b, t.Event-t.Write)
+	b = binary.AppendVarint(b, t.System-t.Write)
+	return binary.AppendVarint(b, t.Alignment-t.Write)
 }
 
 // appendRecord appends the compact encoding of source record m (its id and
 // stream follow from its key).
 func appendRecord(b []byte, m *ordering.Message) []byte {
-	b = append(b, codecRecordV1)
+	b = append(b, codecRecordV2)
 	b = appendTimes(b, m.Time)
 	b = appendString(b, m.Key)
 	return appendBytes(b, m.Payload)
@@ -62,7 +75,7 @@ func appendRecord(b []byte, m *ordering.Message) []byte {
 // appendMessage appends the compact encoding of queued message m; its id
 // and parents are kept as their canonical text, parsed only at recovery.
 func appendMessage(b []byte, m *ordering.Message) []byte {
-	b = append(b, codecMessageV1)
+	b = append(b, codecMessageV2)
 	b = appendString(b, m.ID.String())
 	b = appendString(b, m.Stream)
 	b = appendString(b, m.Key)
@@ -91,6 +104,7 @@ type valueReader struct {
 	b   []byte
 	off int
 	err error
+	v2  bool // the value has a V2 layout (times as differences)
 }
 
 func (r *valueReader) fail(field, why string) {
@@ -99,15 +113,17 @@ func (r *valueReader) fail(field, why string) {
 	}
 }
 
-func (r *valueReader) version(want byte, what string) {
+// version reads the layout byte, v1 or v2, and sets r.v2 by it.
+func (r *valueReader) version(v1, v2 byte, what string) {
 	if len(r.b) == 0 {
 		r.fail("version", "empty value")
 		return
 	}
-	if r.b[0] != want {
-		r.fail("version", fmt.Sprintf("layout 0x%02x is not a %s (0x%02x)", r.b[0], what, want))
+	if r.b[0] != v1 && r.b[0] != v2 {
+		r.fail("version", fmt.Sprintf("layout 0x%02x is not a %s (0x%02x or 0x%02x)", r.b[0], what, v1, v2))
 		return
 	}
+	r.v2 = r.b[0] == v2
 	r.b, r.off = r.b[1:], 1
 }
 
@@ -155,6 +171,10 @@ func (r *valueReader) bytes(field string) []byte {
 func (r *valueReader) str(field string) string { return string(r.bytes(field)) }
 
 func (r *valueReader) times() ordering.Timestamps {
+	if r.v2 {
+		w := r.varint("write")
+		return ordering.Timestamps{Write: w, Event: w + r.varint("event"), System: w + r.varint("system"), Alignment: w + r.varint("alignment")}
+	}
 	return ordering.Timestamps{Event: r.varint("event"), System: r.varint("system"), Write: r.varint("write"), Alignment: r.varint("alignment")}
 }
 
@@ -170,7 +190,7 @@ func (r *valueReader) done() error {
 // partition. The payload is copied: the caller's b is pebble's buffer.
 func decodeRecord(stream string, partition int, offset uint64, b []byte) (*ordering.Message, error) {
 	r := valueReader{b: b}
-	r.version(codecRecordV1, "source record")
+	r.version(codecRecordV1, codecRecordV2, "source record")
 	t := r.times()
 	key := r.str("key")
 	payload := append([]byte{}, r.bytes("payload")...)
@@ -185,7 +205,7 @@ func decodeRecord(stream string, partition int, offset uint64, b []byte) (*order
 // decodeMessage decodes a queued message. The payload is copied.
 func decodeMessage(b []byte) (*ordering.Message, error) {
 	r := valueReader{b: b}
-	r.version(codecMessageV1, "queued message")
+	r.version(codecMessageV1, codecMessageV2, "queued message")
 	idText := r.str("id")
 	stream := r.str("stream")
 	key := r.str("key")
@@ -221,6 +241,11 @@ func decodeMessage(b []byte) (*ordering.Message, error) {
 	return m, nil
 }
 
+// isSourceRef reports whether queue value v is a source reference.
+func isSourceRef(v []byte) bool {
+	return len(v) > 0 && (v[0] == codecSourceRefV1 || v[0] == codecSourceRefV2)
+}
+
 // sourceRef is the position of the source record a queued message is.
 type sourceRef struct {
 	stream    string
@@ -244,7 +269,7 @@ func asSourceRef(from ordering.Sender, m *ordering.Message) (sourceRef, bool) {
 }
 
 func appendSourceRef(b []byte, ref sourceRef, m *ordering.Message) []byte {
-	b = append(b, codecSourceRefV1)
+	b = append(b, codecSourceRefV2)
 	b = appendString(b, ref.stream)
 	b = binary.AppendUvarint(b, uint64(ref.partition))
 	b = binary.AppendUvarint(b, ref.offset)
@@ -256,7 +281,7 @@ func appendSourceRef(b []byte, ref sourceRef, m *ordering.Message) []byte {
 // its payload, and where the payload is.
 func decodeSourceRef(b []byte) (sourceRef, *ordering.Message, error) {
 	r := valueReader{b: b}
-	r.version(codecSourceRefV1, "queued source reference")
+	r.version(codecSourceRefV1, codecSourceRefV2, "queued source reference")
 	ref := sourceRef{stream: r.str("stream")}
 	part := r.uvarint("partition")
 	if r.err == nil && part > math.MaxInt32 {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"strings"
@@ -49,7 +50,7 @@ func TestCodecCorrupt(t *testing.T) {
 	}{
 		{"empty record", "field version at byte 0: empty value", nil, true},
 		{"old CBOR record", "layout 0x85 is not a source record", []byte{0x85, 1, 2, 3, 4, 0x40}, true},
-		{"message read as record", "layout 0x02 is not a source record", msg, true},
+		{"message read as record", "layout 0x05 is not a source record (0x01 or 0x04)", msg, true},
 		{"truncated payload", "field payload at byte", rec[:len(rec)-1], true},
 		{"trailing bytes", "1 trailing bytes", append(append([]byte{}, rec...), 0), true},
 		{"overlong varint", "field event at byte 1", append([]byte{codecRecordV1}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), true},
@@ -116,7 +117,7 @@ func TestQueuedSourceRecordsAreReferences(t *testing.T) {
 	raw, ok, err := s.get(queueKey(d, reader, 1), "queue entry")
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, codecSourceRefV1, raw[0])
+	require.Equal(t, codecSourceRefV2, raw[0])
 	require.Less(t, len(raw), len(payload), "the queue entry holds no copy of the payload")
 
 	var got []*ordering.Message
@@ -147,4 +148,49 @@ func TestQueuedSourceRecordsAreReferences(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupted)
 	require.ErrorContains(t, err, "queue of c/p1 message from source:in/p0 task 1")
 	require.ErrorContains(t, err, "source record events/p0 offset 5, which the source log no longer holds")
+}
+
+// appendTimesV1 writes timestamps as the V1 layouts did: each in full.
+func appendTimesV1(b []byte, t ordering.Timestamps) []byte {
+	for _, v := range []int64{t.Event, t.System, t.Write, t.Alignment} {
+		b = binary.AppendVarint(b, v)
+	}
+	return b
+}
+
+// TestCodecReadsV1Values: values a data directory holds from before the V2
+// layouts decode as they did, and the V2 layouts are the smaller.
+func TestCodecReadsV1Values(t *testing.T) {
+	tm := ordering.Timestamps{Event: 1_764_800_000_000_000_000, System: 1_764_800_000_000_250_000, Write: 1_764_800_000_000_000_000, Alignment: 1_764_800_000_000_250_000}
+
+	rec := appendTimesV1([]byte{codecRecordV1}, tm)
+	rec = appendBytes(appendString(rec, "k"), []byte("hello"))
+	m, err := decodeRecord("s", 2, 7, rec)
+	require.NoError(t, err)
+	require.Equal(t, &ordering.Message{ID: ordering.SourceID("s", 2, 7), Stream: "s", Key: "k", Time: tm, Payload: []byte("hello")}, m)
+	require.LessOrEqual(t, len(appendRecord(nil, m)), len(rec)-20)
+
+	src := ordering.SourceID("s", 2, 7)
+	msg := appendString(appendString(appendString([]byte{codecMessageV1}, src.Derive("out", 1).String()), "out"), "k")
+	msg = appendBytes(appendString(binary.AppendUvarint(appendTimesV1(msg, tm), 1), src.String()), []byte("x"))
+	got, err := decodeMessage(msg)
+	require.NoError(t, err)
+	require.Zero(t, got.ID.Compare(src.Derive("out", 1)))
+	require.Equal(t, "out", got.Stream)
+	require.Equal(t, "k", got.Key)
+	require.Equal(t, tm, got.Time)
+	require.Len(t, got.Parents, 1)
+	require.Zero(t, got.Parents[0].Compare(src))
+	require.Equal(t, []byte("x"), got.Payload)
+	require.LessOrEqual(t, len(appendMessage(nil, got)), len(msg)-20)
+
+	ref := appendString([]byte{codecSourceRefV1}, "s")
+	ref = appendTimesV1(appendString(binary.AppendUvarint(binary.AppendUvarint(ref, 2), 7), "k"), tm)
+	require.True(t, isSourceRef(ref))
+	r, rm, err := decodeSourceRef(ref)
+	require.NoError(t, err)
+	require.Equal(t, sourceRef{stream: "s", partition: 2, offset: 7}, r)
+	require.Equal(t, tm, rm.Time)
+	require.Equal(t, "k", rm.Key)
+	require.LessOrEqual(t, len(appendSourceRef(nil, r, rm)), len(ref)-20)
 }

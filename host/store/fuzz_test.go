@@ -17,6 +17,7 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add(appendMessage(nil, m))
 	f.Add(appendMessage(nil, &ordering.Message{ID: ordering.SourceID("s", 0, 0)}))
 	f.Add([]byte{codecMessageV1, 0xff})
+	f.Add([]byte{codecMessageV2, 0xff})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := decodeMessage(b)
@@ -59,6 +60,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		f.Add(appendRecord(nil, &ordering.Message{Key: key, Time: ordering.Timestamps{Event: -1, System: 2, Write: 3, Alignment: 4}, Payload: []byte(`{"a":1}`)}))
 	}
 	f.Add([]byte{codecRecordV1})
+	f.Add([]byte{codecRecordV2})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := decodeRecord("s", 1, 2, b)
@@ -101,6 +103,7 @@ func FuzzDecodeSourceRef(f *testing.F) {
 	}
 	f.Add(appendSourceRef(nil, ref, m))
 	f.Add([]byte{codecSourceRefV1, 0})
+	f.Add([]byte{codecSourceRefV2, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ref, got, err := decodeSourceRef(b)
 		if err != nil {

@@ -274,7 +274,7 @@ func (s *Store) Idempotent(stream, id string) (Idempotency, bool, error) {
 // queued decodes a queue value: a message, or a reference to a source
 // record, whose payload it reads from the source log.
 func (s *Store) queued(v []byte) (*ordering.Message, error) {
-	if len(v) == 0 || v[0] != codecSourceRefV1 {
+	if !isSourceRef(v) {
 		return decodeMessage(v)
 	}
 	ref, m, err := decodeSourceRef(v)
@@ -309,7 +309,7 @@ type SourcePartition struct {
 func (s *Store) QueuedSourceFloors() (map[SourcePartition]uint64, error) {
 	floors := map[SourcePartition]uint64{}
 	err := s.scan(newKey(tableQueue), nil, "queues", func(_, v []byte) error {
-		if len(v) == 0 || v[0] != codecSourceRefV1 {
+		if !isSourceRef(v) {
 			return nil
 		}
 		ref, _, err := decodeSourceRef(v)
