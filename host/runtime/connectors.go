@@ -430,6 +430,19 @@ func (s *sinkRunner) run(ctx context.Context) error {
 	}
 }
 
+// take takes batch off the sink's queue in b: it is a prefix of each of
+// its senders' queues, since the sink gets every sender's messages in
+// TaskId order.
+func (s *sinkRunner) take(b StorageBatch, batch []sinkItem) {
+	last := map[ordering.Sender]ordering.TaskID{}
+	for i := range batch {
+		last[batch[i].from] = batch[i].task
+	}
+	for from, task := range last {
+		b.TakeThrough(s.dest, from, task)
+	}
+}
+
 // write writes one batch and commits it. An HTTP sink's records whose log
 // is in the storage are committed to it first and then served; a
 // committed file sink's are written, synced, and then committed with the
@@ -439,9 +452,7 @@ func (s *sinkRunner) write(ctx context.Context, batch []sinkItem, recs []connect
 		return s.writeKafka(ctx, batch, recs)
 	}
 	b := s.rt.storage.NewBatch()
-	for i := range batch {
-		b.Dequeue(s.dest, batch[i].from, batch[i].task)
-	}
+	s.take(b, batch)
 	if s.http != nil {
 		for i := range recs {
 			line, err := s.http.Line(&recs[i])

@@ -127,9 +127,7 @@ func (s *sinkRunner) writeKafka(ctx context.Context, batch []sinkItem, recs []co
 // it committed.
 func (s *sinkRunner) finishKafka(batch []sinkItem) error {
 	b := s.rt.storage.NewBatch()
-	for i := range batch {
-		b.Dequeue(s.dest, batch[i].from, batch[i].task)
-	}
+	s.take(b, batch)
 	s.pos.Batch = s.pos.Pending.N
 	s.pos.Pending = nil
 	s.pos.Records += uint64(len(batch))

@@ -144,9 +144,13 @@ type StorageBatch interface {
 	// (retention).
 	DeleteSourceBefore(stream string, partition int, offset uint64)
 
-	// Enqueue puts m on d's queue as from's task; Dequeue takes it off.
+	// Enqueue puts m on d's queue as from's task; Dequeue takes it off a
+	// computation partition's queue. A sink takes each sender's queue in
+	// TaskId order, and TakeThrough takes every message of from up to
+	// task off it.
 	Enqueue(d store.Dest, from ordering.Sender, task ordering.TaskID, m *ordering.Message)
 	Dequeue(d store.Dest, from ordering.Sender, task ordering.TaskID)
+	TakeThrough(d store.Dest, from ordering.Sender, task ordering.TaskID)
 
 	// SetState replaces a computation partition's state of key;
 	// DeleteState removes it.
@@ -496,6 +500,7 @@ func (b *memoryBatch) SetSourceWatermarks(stream string, w store.Watermarks) {
 func (b *memoryBatch) DeleteSourceBefore(string, int, uint64)                                  { b.n++ }
 func (b *memoryBatch) Enqueue(store.Dest, ordering.Sender, ordering.TaskID, *ordering.Message) { b.n++ }
 func (b *memoryBatch) Dequeue(store.Dest, ordering.Sender, ordering.TaskID)                    { b.n++ }
+func (b *memoryBatch) TakeThrough(store.Dest, ordering.Sender, ordering.TaskID)                { b.n++ }
 func (b *memoryBatch) SetPartition(computation string, partition int, m store.PartitionMeta) {
 	m = clonePartitionMeta(m)
 	b.op(computation, partition, memoryOp{meta: &m})

@@ -219,8 +219,20 @@ func TestStorageKeepsWhatItPromises(t *testing.T) {
 			require.Positive(t, b.Len())
 			require.NoError(t, b.Commit())
 
+			// A sink's queue, taken by TaskId: through the middle of one
+			// batch's run of messages, and a source record by reference.
+			sink := store.Dest{Sink: true, Name: "out"}
+			b = s.NewBatch()
+			for task := 1; task <= 4; task++ {
+				b.Enqueue(sink, from[0], ordering.TaskID(task), &ordering.Message{ID: ordering.TransformID("enrich", 0, uint64(10+task)),
+					Stream: "enriched", Payload: fmt.Appendf(nil, "out %d", task), Time: ordering.Timestamps{Event: int64(task)}, Task: ordering.TaskID(task)})
+			}
+			b.Enqueue(sink, from[1], 1, &sourceCopy)
+			require.NoError(t, b.Commit())
+
 			b = s.NewBatch()
 			b.Dequeue(d, from[0], 1)
+			b.TakeThrough(sink, from[0], 2)
 			require.NoError(t, b.Commit())
 
 			// A caller reuses the maps it handed over; a discarded batch
@@ -296,6 +308,14 @@ func TestStorageKeepsWhatItPromises(t *testing.T) {
 			slices.SortStableFunc(queued, func(a, b string) int { return cmp.Compare(a[:5], b[:5]) })
 			keep("queue", queued, []string{
 				"enrich/0 enriched task 2", "enrich/0 enriched task 3", "source:orders/1 orders task 1",
+			}, []string(nil))
+			var sinkQueued []string
+			require.NoError(t, s.Queue(sink, func(f ordering.Sender, m *ordering.Message) error {
+				sinkQueued = append(sinkQueued, fmt.Sprintf("%s/%d task %d %s", f.Computation, f.Partition, m.Task, m.Payload))
+				return nil
+			}))
+			keep("sink queue", sinkQueued, []string{
+				"enrich/0 task 3 out 3", "enrich/0 task 4 out 4", `source:orders/1 task 1 {"x":1}`,
 			}, []string(nil))
 			floors, err := s.QueuedSourceFloors()
 			require.NoError(t, err)

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -19,19 +21,32 @@ type Batch struct {
 	// scratch is reused for every compact value: pebble copies a value
 	// into the batch, so one buffer serves the whole batch.
 	scratch []byte
+	// runs are the messages queued for sinks in this batch, one run per
+	// sender and sink, written as one value each by Commit.
+	runs []run
+}
+
+// run is a sender's messages with consecutive TaskIds for one sink.
+type run struct {
+	d     Dest
+	from  ordering.Sender
+	last  ordering.TaskID
+	n     int
+	value []byte // each message's value, length-prefixed
 }
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *Batch { return &Batch{s: s, b: s.db.NewBatch()} }
 
 // Len returns the number of writes in the batch.
-func (b *Batch) Len() int { return int(b.b.Count()) }
+func (b *Batch) Len() int { return int(b.b.Count()) + len(b.runs) }
 
 // Commit writes the batch durably (fsync) and releases it. After an error
 // nothing of the batch is stored; the store may still accept later
 // batches, but a write error usually means the disk is full or failing,
 // and the caller should stop.
 func (b *Batch) Commit() error {
+	b.writeRuns()
 	if b.err != nil {
 		b.b.Close()
 		return b.err
@@ -109,19 +124,83 @@ func queueKey(d Dest, from ordering.Sender, task ordering.TaskID) keyBuf {
 // A source record a source reader routes is stored by reference to the
 // source log, which keeps it until every queue has consumed it (see
 // [Store.QueuedSourceFloors]).
+//
+// The messages a computation partition queues for a sink in one batch are
+// stored as runs, one value per run of consecutive TaskIds under the
+// run's last one: a sink takes each sender's queue in TaskId order
+// ([Batch.TakeThrough]), so a run is never needed in part after a
+// restart, except for what the sink took of it, which [Store.Queue] skips.
 func (b *Batch) Enqueue(d Dest, from ordering.Sender, task ordering.TaskID, m *ordering.Message) {
-	if ref, ok := asSourceRef(from, m); ok {
+	ref, isRef := asSourceRef(from, m)
+	switch {
+	case isRef:
 		b.scratch = appendSourceRef(b.scratch[:0], ref, m)
-	} else {
+	case d.Sink:
+		b.appendToRun(d, from, task, m)
+		return
+	default:
 		b.scratch = appendMessage(b.scratch[:0], m)
 	}
 	b.set(queueKey(d, from, task), b.scratch)
 }
 
-// Dequeue removes a consumed message from d's queue. A queue key is written
+func (b *Batch) appendToRun(d Dest, from ordering.Sender, task ordering.TaskID, m *ordering.Message) {
+	i := slices.IndexFunc(b.runs, func(r run) bool { return r.d == d && r.from == from })
+	if i >= 0 && b.runs[i].last+1 != task {
+		b.writeRun(&b.runs[i])
+		b.runs = slices.Delete(b.runs, i, i+1)
+		i = -1
+	}
+	if i < 0 {
+		b.runs = append(b.runs, run{d: d, from: from})
+		i = len(b.runs) - 1
+	}
+	r := &b.runs[i]
+	b.scratch = appendMessage(b.scratch[:0], m)
+	r.value = appendBytes(r.value, b.scratch)
+	r.last, r.n = task, r.n+1
+}
+
+func (b *Batch) writeRuns() {
+	for i := range b.runs {
+		b.writeRun(&b.runs[i])
+	}
+	b.runs = b.runs[:0]
+}
+
+func (b *Batch) writeRun(r *run) {
+	b.scratch = appendRun(b.scratch[:0], r.n, r.value)
+	b.set(queueKey(r.d, r.from, r.last), b.scratch)
+}
+
+func takenKey(d Dest, from ordering.Sender) keyBuf {
+	return newKey(tableTaken).str(d.kind()).str(d.Name).u32(d.Partition).str(from.Computation).u32(from.Partition)
+}
+
+// TakeThrough removes from sink d's queue every message of from up to
+// TaskId task. A sink takes each sender's queue in TaskId order (what it
+// writes in one batch is a prefix of every sender's queue), so one range
+// deletion and one position per sender replace a deletion per message.
+func (b *Batch) TakeThrough(d Dest, from ordering.Sender, task ordering.TaskID) {
+	b.writeRuns() // the batch's writes apply in their order
+	end := []byte(queueKey(d, from, task+1))
+	if task+1 == 0 {
+		end = prefixEnd(queueKey(d, from, 0)[:len(queueKey(d, from, 0))-8])
+	}
+	if b.err == nil {
+		b.err = b.b.DeleteRange(queueKey(d, from, 0), end, nil)
+	}
+	b.set(takenKey(d, from), binary.AppendUvarint(b.scratch[:0], uint64(task)))
+}
+
+// Dequeue removes a consumed message from computation partition d's queue
+// (a sink's is taken with [Batch.TakeThrough]). A queue key is written
 // once and deleted once, so the deletion is a single delete: it and the
 // write cancel out in the next flush or compaction, leaving nothing behind.
 func (b *Batch) Dequeue(d Dest, from ordering.Sender, task ordering.TaskID) {
+	if d.Sink && b.err == nil {
+		b.err = fmt.Errorf("store: Dequeue of %s task %d from sink %q: a sink's queue is taken with TakeThrough", from, task, d.Name)
+	}
 	if b.err == nil {
 		b.err = b.b.SingleDelete(queueKey(d, from, task), nil)
 	}

@@ -152,12 +152,13 @@ func drawBatch(t *rapid.T, w int) func(*Batch) {
 	stream := fmt.Sprintf("s%d", w)
 	comp := fmt.Sprintf("c%d", w)
 	d := Dest{Name: comp, Partition: w}
+	sinkDest := Dest{Sink: true, Name: fmt.Sprintf("k%d", w)}
 	from := ordering.Sender{Computation: "up", Partition: w}
 	var writes []write
 	for range rapid.IntRange(0, 6).Draw(t, "writes") {
 		n := uint64(rapid.IntRange(0, 20).Draw(t, "n"))
 		key := rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "key")
-		switch rapid.IntRange(0, 7).Draw(t, "kind") {
+		switch rapid.IntRange(0, 9).Draw(t, "kind") {
 		case 0:
 			writes = append(writes, func(b *Batch) {
 				b.AppendSource(stream, 0, n, &ordering.Message{Key: key, Payload: []byte("p")})
@@ -178,6 +179,14 @@ func drawBatch(t *rapid.T, w int) func(*Batch) {
 			writes = append(writes, func(b *Batch) { b.SetIngestTime(stream, 0, n, int64(n)*1000) })
 		case 7:
 			writes = append(writes, func(b *Batch) { b.AppendSinkLog(comp, n, []byte("line")); b.DeleteSinkLogBefore(comp, n/2) })
+		case 8: // a run of messages for a sink
+			writes = append(writes, func(b *Batch) {
+				for task := n + 1; task <= n+3; task++ {
+					b.Enqueue(sinkDest, from, ordering.TaskID(task), &ordering.Message{ID: ordering.SourceID("x", 0, task).Derive("y", 0), Payload: []byte("r")})
+				}
+			})
+		case 9:
+			writes = append(writes, func(b *Batch) { b.TakeThrough(sinkDest, from, ordering.TaskID(n)) })
 		}
 	}
 	return func(b *Batch) {

@@ -39,6 +39,12 @@ const (
 	codecRecordV2    byte = 0x04
 	codecMessageV2   byte = 0x05
 	codecSourceRefV2 byte = 0x06
+
+	// codecRunV1: the messages one sender queued for a sink in one batch,
+	// with consecutive TaskIds ending at the task of the value's key:
+	// message count, then each message as a byte string holding its
+	// queued-message value.
+	codecRunV1 byte = 0x07
 )
 
 // errCodec is wrapped by every decoding error of a compact value; callers
@@ -241,6 +247,9 @@ func decodeMessage(b []byte) (*ordering.Message, error) {
 	return m, nil
 }
 
+// isRun reports whether queue value v is a run of messages.
+func isRun(v []byte) bool { return len(v) > 0 && v[0] == codecRunV1 }
+
 // isSourceRef reports whether queue value v is a source reference.
 func isSourceRef(v []byte) bool {
 	return len(v) > 0 && (v[0] == codecSourceRefV1 || v[0] == codecSourceRefV2)
@@ -300,4 +309,46 @@ func decodeSourceRef(b []byte) (sourceRef, *ordering.Message, error) {
 	return ref, &ordering.Message{
 		ID: ordering.SourceID(ref.stream, ref.partition, ref.offset), Stream: ref.stream, Key: key, Time: t,
 	}, nil
+}
+
+// appendRun appends the run value of n messages, msgs being their
+// queued-message values, each as a byte string.
+func appendRun(b []byte, n int, msgs []byte) []byte {
+	return append(binary.AppendUvarint(append(b, codecRunV1), uint64(n)), msgs...)
+}
+
+// decodeRun decodes a run of queued messages whose last TaskId is last,
+// each with its TaskId, in order. The payloads are copied.
+func decodeRun(b []byte, last ordering.TaskID) ([]*ordering.Message, error) {
+	r := valueReader{b: b}
+	switch {
+	case len(b) == 0:
+		r.fail("version", "empty value")
+	case b[0] != codecRunV1:
+		r.fail("version", fmt.Sprintf("layout 0x%02x is not a run of queued messages (0x%02x)", b[0], codecRunV1))
+	default:
+		r.b, r.off = b[1:], 1
+	}
+	n := r.uvarint("message count")
+	if r.err == nil && (n == 0 || n > uint64(len(r.b)) || n > uint64(last)) {
+		r.fail("message count", fmt.Sprintf("%d messages in %d bytes ending at task %d", n, len(r.b), last))
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	first := last - ordering.TaskID(n) + 1
+	ms := make([]*ordering.Message, n)
+	for i := range ms {
+		v := r.bytes(fmt.Sprintf("message %d", i))
+		if r.err != nil {
+			return nil, r.err
+		}
+		m, err := decodeMessage(v)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		m.Task = first + ordering.TaskID(i)
+		ms[i] = m
+	}
+	return ms, r.done()
 }

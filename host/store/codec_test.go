@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -77,16 +78,33 @@ func TestCodecCorrupt(t *testing.T) {
 // values) is refused at Open with an error naming it and both formats,
 // not read as if it were the current layout.
 func TestOldFormatRefused(t *testing.T) {
+	setFormat := func(t *testing.T, dir string, v byte) {
+		s, err := Open(dir, Options{})
+		require.NoError(t, err)
+		b := s.db.NewBatch()
+		require.NoError(t, b.Set(newKey(tableMeta).rest(string(metaFormat)), []byte{v}, nil))
+		require.NoError(t, s.commit(b))
+		require.NoError(t, s.Close())
+	}
+	for _, v := range []byte{1, 4} {
+		dir := t.TempDir()
+		setFormat(t, dir, v)
+		_, err := Open(dir, Options{})
+		require.Error(t, err)
+		require.Contains(t, err.Error(), fmt.Sprintf("%s was written in store format [%d]; this flowhost reads formats 2 and 3 only", dir, v))
+	}
+
+	// Format 2 is read as it is, and upgraded: what this version writes
+	// into it a format 2 flowhost could not read.
 	dir := t.TempDir()
+	setFormat(t, dir, 2)
 	s, err := Open(dir, Options{})
 	require.NoError(t, err)
-	b := s.db.NewBatch()
-	require.NoError(t, b.Set(newKey(tableMeta).rest(string(metaFormat)), []byte{1}, nil))
-	require.NoError(t, s.commit(b))
+	v, ok, err := s.get(newKey(tableMeta).rest(string(metaFormat)), "format")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []byte{FormatVersion}, v)
 	require.NoError(t, s.Close())
-	_, err = Open(dir, Options{})
-	require.Error(t, err)
-	require.Contains(t, err.Error(), dir+" was written in store format [1]; this flowhost reads format 2 only")
 }
 
 // TestQueuedSourceRecordsAreReferences: a source reader's queued record is
@@ -193,4 +211,29 @@ func TestCodecReadsV1Values(t *testing.T) {
 	require.Equal(t, tm, rm.Time)
 	require.Equal(t, "k", rm.Key)
 	require.LessOrEqual(t, len(appendSourceRef(nil, r, rm)), len(ref)-20)
+}
+
+// TestRunCorrupt: a damaged run is refused naming what is wrong and where.
+func TestRunCorrupt(t *testing.T) {
+	one := appendBytes(nil, appendMessage(nil, &ordering.Message{ID: ordering.SourceID("s", 0, 1).Derive("o", 0), Stream: "o", Payload: []byte("x")}))
+	run := appendRun(nil, 1, one)
+	for _, tc := range []struct {
+		name, want string
+		b          []byte
+		last       ordering.TaskID
+	}{
+		{"empty", "field version at byte 0: empty value", nil, 1},
+		{"a message", "layout 0x05 is not a run of queued messages (0x07)", one[1:], 1},
+		{"no messages", "field message count at byte 2: 0 messages in 0 bytes ending at task 1", []byte{codecRunV1, 0}, 1},
+		{"more messages than tasks", "2 messages in", appendRun(nil, 2, append(append([]byte{}, one...), one...)), 1},
+		{"truncated", "field message 0 at byte 3: length 22 is past the value's end (21 bytes left)", run[:len(run)-1], 1},
+		{"truncated after", "field message 1 length", appendRun(nil, 2, one), 2},
+		{"trailing bytes", "1 trailing bytes", append(append([]byte{}, run...), 0), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decodeRun(tc.b, tc.last)
+			require.ErrorIs(t, err, errCodec)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
 }

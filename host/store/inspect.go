@@ -2,8 +2,11 @@ package store
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"github.com/flowhost/flowhost/ordering"
 )
 
 // Report is what a data directory holds, for `flowhost inspect`.
@@ -84,6 +87,11 @@ func (s *Store) Inspect() (*Report, error) {
 		return parts[k]
 	}
 	queues := map[Dest]*QueueReport{}
+	type takenBy struct {
+		d    Dest
+		from ordering.Sender
+	}
+	taken := map[takenBy]ordering.TaskID{}
 	sinks := map[string]*SinkReport{}
 	sink := func(name string) *SinkReport {
 		if sinks[name] == nil {
@@ -126,14 +134,29 @@ func (s *Store) Inspect() (*Report, error) {
 				return s.corrupt("source watermarks", err)
 			}
 			watermarks[r.str("stream")] = w
+		case tableTaken: // sorts before tableQueue: read before the queues
+			d := Dest{Sink: r.str("dest kind") == "k", Name: r.str("dest"), Partition: r.u32("dest partition")}
+			from := ordering.Sender{Computation: r.str("sender"), Partition: r.u32("sender partition")}
+			task, _ := binary.Uvarint(v)
+			taken[takenBy{d, from}] = ordering.TaskID(task)
 		case tableQueue:
 			d := Dest{Sink: r.str("dest kind") == "k", Name: r.str("dest"), Partition: r.u32("dest partition")}
+			from := ordering.Sender{Computation: r.str("sender"), Partition: r.u32("sender partition")}
+			task := ordering.TaskID(r.u64("task"))
 			q := queues[d]
 			if q == nil {
 				q = &QueueReport{Dest: d}
 				queues[d] = q
 			}
-			q.Messages++
+			n := ordering.TaskID(1)
+			if isRun(v) {
+				count, _ := binary.Uvarint(v[1:])
+				n = ordering.TaskID(count)
+			}
+			// What the sink took of a run it took in part is not queued.
+			if through := taken[takenBy{d, from}]; task > through {
+				q.Messages += int(min(n, task-through))
+			}
 			q.Bytes += len(v)
 		case tableState:
 			p := partition(r.str("computation"), r.u32("partition"))

@@ -15,7 +15,8 @@ const (
 	tableIngest     byte = 'i' // stream, partition -> IngestPosition
 	tableRead       byte = 'r' // stream, partition -> ReadPosition
 	tableSourceWM   byte = 'w' // stream -> Watermarks
-	tableQueue      byte = 'q' // dest kind, dest, dest partition, sender, sender partition, task -> message, or a reference to a source record
+	tableQueue      byte = 'q' // dest kind, dest, dest partition, sender, sender partition, task -> message, a reference to a source record, or a run of a sender's messages to a sink ending at task
+	tableTaken      byte = 'p' // dest kind, dest, dest partition, sender, sender partition -> the last task of the sender a sink took (uvarint)
 	tableState      byte = 'k' // computation, partition, key -> state
 	tableTimer      byte = 't' // computation, partition, key, trigger -> timer
 	tablePartition  byte = 'e' // computation, partition -> PartitionMeta

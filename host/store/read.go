@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -182,20 +183,63 @@ func (s *Store) SourceOffsetAt(stream string, partition int, write int64) (uint6
 // they were queued.
 func (s *Store) Queue(d Dest, fn func(from ordering.Sender, m *ordering.Message) error) error {
 	what := "queue of " + d.String()
+	taken, err := s.taken(d)
+	if err != nil {
+		return err
+	}
 	return s.scan(queuePrefix(d), nil, what, func(rest, v []byte) error {
 		r := keyReader{b: rest}
 		from := ordering.Sender{Computation: r.str("sender"), Partition: r.u32("sender partition")}
-		task := r.u64("task")
+		task := ordering.TaskID(r.u64("task"))
 		if err := r.done(); err != nil {
 			return s.corrupt(what, err)
+		}
+		through := taken[from]
+		if isRun(v) {
+			ms, err := decodeRun(v, task)
+			if err != nil {
+				return s.corrupt(fmt.Sprintf("%s run from %v ending at task %d", what, from, task), err)
+			}
+			for _, m := range ms {
+				if m.Task <= through {
+					continue // the sink took it from a run it took in part
+				}
+				if err := fn(from, m); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if task <= through {
+			return nil
 		}
 		m, err := s.queued(v)
 		if err != nil {
 			return s.corrupt(fmt.Sprintf("%s message from %v task %d", what, from, task), err)
 		}
-		m.Task = ordering.TaskID(task)
+		m.Task = task
 		return fn(from, m)
 	})
+}
+
+// taken returns, per sender, the last task sink d took ([Batch.TakeThrough]).
+func (s *Store) taken(d Dest) (map[ordering.Sender]ordering.TaskID, error) {
+	what := "taken positions of " + d.String()
+	taken := map[ordering.Sender]ordering.TaskID{}
+	err := s.scan(newKey(tableTaken).str(d.kind()).str(d.Name).u32(d.Partition), nil, what, func(rest, v []byte) error {
+		r := keyReader{b: rest}
+		from := ordering.Sender{Computation: r.str("sender"), Partition: r.u32("sender partition")}
+		if err := r.done(); err != nil {
+			return s.corrupt(what, err)
+		}
+		task, n := binary.Uvarint(v)
+		if n <= 0 || n != len(v) {
+			return s.corrupt(what, fmt.Errorf("%w: sender %v: not one uvarint", errCodec, from))
+		}
+		taken[from] = ordering.TaskID(task)
+		return nil
+	})
+	return taken, err
 }
 
 // State returns a key's state.

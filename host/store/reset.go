@@ -75,7 +75,7 @@ func (s *Store) Reset(p ResetPlan) error {
 func (s *Store) dropQueued(b *Batch, d Dest, reset func(ordering.Sender) bool) error {
 	prefix := queuePrefix(d)
 	what := "queue of " + d.String()
-	return s.scan(prefix, nil, what, func(rest, _ []byte) error {
+	err := s.scan(prefix, nil, what, func(rest, _ []byte) error {
 		r := keyReader{b: rest}
 		from := ordering.Sender{Computation: r.str("sender"), Partition: r.u32("sender partition")}
 		r.u64("task")
@@ -87,4 +87,16 @@ func (s *Store) dropQueued(b *Batch, d Dest, reset func(ordering.Sender) bool) e
 		}
 		return nil
 	})
+	if err != nil || !d.Sink {
+		return err
+	}
+	// The sender numbers its tasks from the start again: what the sink
+	// took of its old ones says nothing about the new.
+	taken, err := s.taken(d)
+	for from := range taken {
+		if reset(from) {
+			b.del(takenKey(d, from))
+		}
+	}
+	return err
 }

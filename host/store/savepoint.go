@@ -131,8 +131,8 @@ func parseSavepointInfo(dir string, b []byte) (SavepointInfo, error) {
 	if dec.More() {
 		return info, fmt.Errorf("savepoint %s: %s: more than one JSON value", dir, savepointName)
 	}
-	if info.Format != FormatVersion {
-		return info, fmt.Errorf("savepoint %s was written in store format %d; this flowhost reads format %d", dir, info.Format, FormatVersion)
+	if info.Format != FormatVersion && info.Format != upgradableFormat {
+		return info, fmt.Errorf("savepoint %s was written in store format %d; this flowhost reads formats %d and %d", dir, info.Format, upgradableFormat, FormatVersion)
 	}
 	return info, nil
 }

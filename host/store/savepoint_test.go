@@ -156,11 +156,13 @@ func TestHasStoreCreatesNothing(t *testing.T) {
 }
 
 // FuzzParseSavepointInfo feeds arbitrary bytes to the savepoint
-// description parser: it never panics, and what it accepts is of this
-// format and encodes and parses again to the same description.
+// description parser: it never panics, and what it accepts is of a format
+// this flowhost reads and encodes and parses again to the same
+// description.
 func FuzzParseSavepointInfo(f *testing.F) {
 	f.Add([]byte(`{"format":1,"created":"2026-12-01T12:00:00Z","data_dir":"/d","pipeline":"pipeline p: source a->b/1"}`))
 	f.Add([]byte(`{"format":2,"created":"2026-12-01T12:00:00Z","data_dir":"/d"}`))
+	f.Add([]byte(`{"format":3,"created":"2026-12-01T12:00:00Z","data_dir":"/d"}`))
 	f.Add([]byte(`{"format":1,"extra":true}`))
 	f.Add([]byte(`{"format":1} {"format":1}`))
 	f.Add([]byte(`[]`))
@@ -173,7 +175,7 @@ func FuzzParseSavepointInfo(f *testing.F) {
 			}
 			return
 		}
-		if info.Format != FormatVersion {
+		if info.Format != FormatVersion && info.Format != upgradableFormat {
 			t.Fatalf("accepted format %d", info.Format)
 		}
 		again, err := json.Marshal(info)

@@ -47,6 +47,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,11 +59,17 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// FormatVersion is the version of the store's key and value layout. A store
-// written by another format version is refused at Open (no migration):
-// format 2 stores source records and queued messages in the compact codec
-// of codec.go instead of CBOR.
-const FormatVersion = 2
+// FormatVersion is the version of the store's key and value layout.
+// Format 2 stores source records and queued messages in the compact codec
+// of codec.go instead of CBOR. Format 3 adds the V2 value layouts and
+// sinks' queues kept as runs taken by TaskId (tableTaken), which a
+// flowhost of format 2 cannot read; it reads every format 2 value as it
+// is, so a format 2 store is upgraded in place when opened. Any other
+// format is refused at Open (no migration).
+const FormatVersion = 3
+
+// upgradableFormat is the older format a store is upgraded from.
+const upgradableFormat = 2
 
 var (
 	// ErrLocked is returned by Open when another process holds the data
@@ -332,11 +339,18 @@ func (s *Store) checkFormat(existing bool) error {
 	case err != nil:
 		return s.readError("format", err)
 	}
-	defer closer.Close()
-	if len(v) != 1 || v[0] != FormatVersion {
-		return fmt.Errorf("store: %s was written in store format %v; this flowhost reads format %d only (there is no migration): finish or drain the pipeline with the flowhost that wrote it, or remove the directory to start afresh and process everything again", s.dir, v, FormatVersion)
+	format := slices.Clone(v)
+	closer.Close()
+	switch {
+	case len(format) == 1 && format[0] == FormatVersion:
+		return nil
+	case len(format) == 1 && format[0] == upgradableFormat:
+		// From now on it holds what only this format reads.
+		b := s.db.NewBatch()
+		_ = b.Set(key, []byte{FormatVersion}, nil)
+		return s.commit(b)
 	}
-	return nil
+	return fmt.Errorf("store: %s was written in store format %v; this flowhost reads formats %d and %d only (there is no migration): finish or drain the pipeline with the flowhost that wrote it, or remove the directory to start afresh and process everything again", s.dir, format, upgradableFormat, FormatVersion)
 }
 
 // Dir returns the data directory.

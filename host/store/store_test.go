@@ -144,9 +144,7 @@ func TestDequeueAndRetention(t *testing.T) {
 	require.NoError(t, b.Commit())
 
 	b = s.NewBatch()
-	for task := 1; task <= 4; task++ {
-		b.Dequeue(d, from, ordering.TaskID(task))
-	}
+	b.TakeThrough(d, from, 4)
 	b.DeleteSourceBefore("in", 0, 6)
 	require.NoError(t, b.Commit())
 
