@@ -26,8 +26,8 @@ func TestSinkQueueKeepsWhatWasNotTaken(t *testing.T) {
 		defer func() { _ = s.Close() }()
 		sink := Dest{Sink: true, Name: "out"}
 		senders := []ordering.Sender{{Computation: "c", Partition: 0}, {Computation: "c", Partition: 1}, {Computation: "source:in", Partition: 0}}
-		last := map[ordering.Sender]ordering.TaskID{}  // last TaskId queued
-		taken := map[ordering.Sender]ordering.TaskID{} // last TaskId taken
+		last := map[ordering.Sender]ordering.TaskID{}     // last TaskId queued
+		taken := map[ordering.Sender]ordering.TaskID{}    // last TaskId taken
 		queued := map[ordering.Sender][]ordering.TaskID{} // every TaskId queued
 		model := func() map[ordering.Sender][]ordering.TaskID {
 			want := map[ordering.Sender][]ordering.TaskID{}
