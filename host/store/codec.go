@@ -36,8 +36,11 @@ const (
 	// difference takes 1-4 bytes where a timestamp takes 9. What is
 	// written is V2; V1 values, in data directories written before, are
 	// read as they are.
-	codecRecordV2    byte = 0x04
-	codecMessageV2   byte = 0x05
+	codecRecordV2  byte = 0x04
+	codecMessageV2 byte = 0x05
+	// codecSourceRefV2: stream, partition, offset, key. A routed record
+	// has the timestamps the source log holds for it, so they are read
+	// from there with its payload.
 	codecSourceRefV2 byte = 0x06
 
 	// codecRunV1: the messages one sender queued for a sink in one batch,
@@ -265,7 +268,7 @@ type sourceRef struct {
 // asSourceRef reports whether queued message m, sent by from, is a source
 // record as the source log holds it (a source reader's message with a
 // source id in its own stream and no parents): then the queue stores its
-// position, key and timestamps, not a second copy of its payload.
+// position and key, not a second copy of its payload and timestamps.
 func asSourceRef(from ordering.Sender, m *ordering.Message) (sourceRef, bool) {
 	if len(m.Parents) > 0 || !strings.HasPrefix(from.Computation, "source:") {
 		return sourceRef{}, false
@@ -282,16 +285,17 @@ func appendSourceRef(b []byte, ref sourceRef, m *ordering.Message) []byte {
 	b = appendString(b, ref.stream)
 	b = binary.AppendUvarint(b, uint64(ref.partition))
 	b = binary.AppendUvarint(b, ref.offset)
-	b = appendString(b, m.Key)
-	return appendTimes(b, m.Time)
+	return appendString(b, m.Key)
 }
 
 // decodeSourceRef decodes a queued source reference: the message without
-// its payload, and where the payload is.
-func decodeSourceRef(b []byte) (sourceRef, *ordering.Message, error) {
+// its payload, and where the payload is. timed reports whether the
+// reference holds the message's timestamps (V1); a V2 reference's are the
+// source record's.
+func decodeSourceRef(b []byte) (ref sourceRef, m *ordering.Message, timed bool, err error) {
 	r := valueReader{b: b}
 	r.version(codecSourceRefV1, codecSourceRefV2, "queued source reference")
-	ref := sourceRef{stream: r.str("stream")}
+	ref = sourceRef{stream: r.str("stream")}
 	part := r.uvarint("partition")
 	if r.err == nil && part > math.MaxInt32 {
 		r.fail("partition", fmt.Sprintf("%d is out of range", part))
@@ -299,16 +303,19 @@ func decodeSourceRef(b []byte) (sourceRef, *ordering.Message, error) {
 	ref.partition = int32(part)
 	ref.offset = r.uvarint("offset")
 	key := r.str("key")
-	t := r.times()
+	var t ordering.Timestamps
+	if timed = !r.v2; timed {
+		t = r.times()
+	}
 	if err := r.done(); err != nil {
-		return sourceRef{}, nil, err
+		return sourceRef{}, nil, false, err
 	}
 	if err := ordering.CheckName(ref.stream); err != nil {
-		return sourceRef{}, nil, fmt.Errorf("%w: field stream: %v", errCodec, err)
+		return sourceRef{}, nil, false, fmt.Errorf("%w: field stream: %v", errCodec, err)
 	}
 	return ref, &ordering.Message{
 		ID: ordering.SourceID(ref.stream, ref.partition, ref.offset), Stream: ref.stream, Key: key, Time: t,
-	}, nil
+	}, timed, nil
 }
 
 // appendRun appends the run value of n messages, msgs being their

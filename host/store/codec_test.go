@@ -205,12 +205,17 @@ func TestCodecReadsV1Values(t *testing.T) {
 	ref := appendString([]byte{codecSourceRefV1}, "s")
 	ref = appendTimesV1(appendString(binary.AppendUvarint(binary.AppendUvarint(ref, 2), 7), "k"), tm)
 	require.True(t, isSourceRef(ref))
-	r, rm, err := decodeSourceRef(ref)
+	r, rm, timed, err := decodeSourceRef(ref)
 	require.NoError(t, err)
+	require.True(t, timed, "a V1 reference holds the timestamps")
 	require.Equal(t, sourceRef{stream: "s", partition: 2, offset: 7}, r)
 	require.Equal(t, tm, rm.Time)
 	require.Equal(t, "k", rm.Key)
-	require.LessOrEqual(t, len(appendSourceRef(nil, r, rm)), len(ref)-20)
+	v2 := appendSourceRef(nil, r, rm)
+	require.Len(t, v2, len(ref)-36, "a V2 reference leaves the timestamps to the source record")
+	_, _, timed, err = decodeSourceRef(v2)
+	require.NoError(t, err)
+	require.False(t, timed)
 }
 
 // TestRunCorrupt: a damaged run is refused naming what is wrong and where.

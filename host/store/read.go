@@ -321,7 +321,7 @@ func (s *Store) queued(v []byte) (*ordering.Message, error) {
 	if !isSourceRef(v) {
 		return decodeMessage(v)
 	}
-	ref, m, err := decodeSourceRef(v)
+	ref, m, timed, err := decodeSourceRef(v)
 	if err != nil {
 		return nil, err
 	}
@@ -337,6 +337,9 @@ func (s *Store) queued(v []byte) (*ordering.Message, error) {
 		return nil, fmt.Errorf("source record %s/p%d offset %d: %w", ref.stream, ref.partition, ref.offset, err)
 	}
 	m.Payload = rec.Payload
+	if !timed {
+		m.Time = rec.Time
+	}
 	return m, nil
 }
 
@@ -356,7 +359,7 @@ func (s *Store) QueuedSourceFloors() (map[SourcePartition]uint64, error) {
 		if !isSourceRef(v) {
 			return nil
 		}
-		ref, _, err := decodeSourceRef(v)
+		ref, _, _, err := decodeSourceRef(v)
 		if err != nil {
 			return s.corrupt("queued source reference", err)
 		}
