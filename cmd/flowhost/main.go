@@ -199,8 +199,6 @@ docs/cluster.md.`,
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("file")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "data-dir")
-	cmd.MarkFlagsMutuallyExclusive("cluster", "data-dir")
-	cmd.MarkFlagsMutuallyExclusive("cluster", "in-memory")
 	cmd.MarkFlagsMutuallyExclusive("in-memory", "from")
 	addReplayFlags(cmd, &cfg)
 	return cmd
