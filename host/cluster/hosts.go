@@ -76,9 +76,12 @@ func JoinHosts(ctx context.Context, cfg HostsConfig) (*Hosts, error) {
 		timeout = DefaultSessionTimeout
 	}
 	h := &Hosts{owned: make(chan struct{}), lost: make(chan struct{}), polled: make(chan struct{})}
-	// A short MetadataMinAge unless the caller sets one, as for the
-	// store: the topic may just have been created.
-	opts := append(append([]kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond)}, cfg.Opts...),
+	lose := func(_ context.Context, _ *kgo.Client, gone map[string][]int32) {
+		if slices.Contains(gone[topic], 0) {
+			h.lose()
+		}
+	}
+	opts := clientOpts(cfg.Opts,
 		kgo.ConsumerGroup(HostsGroup(cfg.Pipeline.Name)), kgo.ConsumeTopics(topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(timeout), kgo.HeartbeatInterval(timeout/5),
@@ -87,16 +90,7 @@ func JoinHosts(ctx context.Context, cfg HostsConfig) (*Hosts, error) {
 				h.once[0].Do(func() { close(h.owned) })
 			}
 		}),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
-			if slices.Contains(revoked[topic], 0) {
-				h.lose()
-			}
-		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-			if slices.Contains(lost[topic], 0) {
-				h.lose()
-			}
-		}),
+		kgo.OnPartitionsRevoked(lose), kgo.OnPartitionsLost(lose),
 	)
 	if cfg.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(cfg.InstanceID))

@@ -48,6 +48,14 @@ type StoreConfig struct {
 	OnFenced func(error)
 }
 
+// clientOpts are the options of a client of the store or the hosts'
+// group: a short MetadataMinAge unless the caller's options set one (the
+// topic may just have been created, and the first commit or join must not
+// wait kgo's default 5 s to see it), the caller's, then own.
+func clientOpts(caller []kgo.Opt, own ...kgo.Opt) []kgo.Opt {
+	return append(append([]kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond)}, caller...), own...)
+}
+
 // LeaseInterval is how often an open store on Kafka that committed
 // nothing meanwhile commits a lease (a transaction with one record that
 // compaction replaces) to learn whether another host has fenced it.
@@ -117,11 +125,7 @@ func openStoreLog(ctx context.Context, cfg StoreConfig) (*storeLog, error) {
 	name := cfg.Pipeline.Name
 	l := &storeLog{cfg: cfg, txnID: StoreTransactionalID(name), topic: StoreTopic(name)}
 	var err error
-	// A short MetadataMinAge unless the caller sets one: the topic may
-	// just have been created, and the first commit must not wait kgo's
-	// default 5 s to see it.
-	l.cl, err = kgo.NewClient(append(append([]kgo.Opt{kgo.MetadataMinAge(100 * time.Millisecond)}, cfg.Opts...),
-		kgo.TransactionalID(l.txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	l.cl, err = kgo.NewClient(clientOpts(cfg.Opts, kgo.TransactionalID(l.txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
 		return nil, err
 	}
