@@ -183,12 +183,10 @@ func takenKey(d Dest, from ordering.Sender) keyBuf {
 // deletion and one position per sender replace a deletion per message.
 func (b *Batch) TakeThrough(d Dest, from ordering.Sender, task ordering.TaskID) {
 	b.writeRuns() // the batch's writes apply in their order
-	end := []byte(queueKey(d, from, task+1))
-	if task+1 == 0 {
-		end = prefixEnd(queueKey(d, from, 0)[:len(queueKey(d, from, 0))-8])
-	}
 	if b.err == nil {
-		b.err = b.b.DeleteRange(queueKey(d, from, 0), end, nil)
+		// The end is the first key after task's: the sender's next task,
+		// or past the sender's keys when task is the last there can be.
+		b.err = b.b.DeleteRange(queueKey(d, from, 0), prefixEnd(queueKey(d, from, task)), nil)
 	}
 	b.set(takenKey(d, from), binary.AppendUvarint(b.scratch[:0], uint64(task)))
 }

@@ -194,23 +194,22 @@ func (s *Store) Queue(d Dest, fn func(from ordering.Sender, m *ordering.Message)
 		if err := r.done(); err != nil {
 			return s.corrupt(what, err)
 		}
-		through := taken[from]
 		if isRun(v) {
+			// TakeThrough deleted every run it took whole; what it took
+			// of this one is skipped.
+			through := taken[from]
 			ms, err := decodeRun(v, task)
 			if err != nil {
 				return s.corrupt(fmt.Sprintf("%s run from %v ending at task %d", what, from, task), err)
 			}
 			for _, m := range ms {
 				if m.Task <= through {
-					continue // the sink took it from a run it took in part
+					continue
 				}
 				if err := fn(from, m); err != nil {
 					return err
 				}
 			}
-			return nil
-		}
-		if task <= through {
 			return nil
 		}
 		m, err := s.queued(v)
