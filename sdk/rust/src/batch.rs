@@ -423,8 +423,7 @@ impl<'b> Key<'b> {
                 at,
             );
         }
-        let declared = declared.is_some();
-        EmitBuilder { out: &mut *self.out, key: self.input.key.0, inputs, active: declared }
+        EmitBuilder { out: &mut *self.out, key: self.input.key.0, inputs, active: declared.is_some() }
     }
 
     /// Asks the host to fire a timer for this key when the watermark of
