@@ -328,24 +328,25 @@ var metaFormat = []byte("format")
 func (s *Store) checkFormat(existing bool) error {
 	key := newKey(tableMeta).rest(string(metaFormat))
 	v, closer, err := s.db.Get(key)
+	var format []byte
+	found := err == nil
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
 		if existing {
 			return fmt.Errorf("%w: %s: the format record is missing", ErrCorrupted, s.dir)
 		}
-		b := s.db.NewBatch()
-		_ = b.Set(key, []byte{FormatVersion}, nil)
-		return s.commit(b)
 	case err != nil:
 		return s.readError("format", err)
+	default:
+		format = slices.Clone(v)
+		closer.Close()
 	}
-	format := slices.Clone(v)
-	closer.Close()
 	switch {
 	case len(format) == 1 && format[0] == FormatVersion:
 		return nil
-	case len(format) == 1 && format[0] == upgradableFormat:
-		// From now on it holds what only this format reads.
+	case !found, len(format) == 1 && format[0] == upgradableFormat:
+		// A new store, or one that from now on holds what only this
+		// format reads.
 		b := s.db.NewBatch()
 		_ = b.Set(key, []byte{FormatVersion}, nil)
 		return s.commit(b)
